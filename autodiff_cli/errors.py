@@ -1,0 +1,24 @@
+"""Typed errors. The library raises these; the CLI maps each to an exit code."""
+
+
+class AdgradError(Exception):
+    """Bad input: a message, and where in the source it points if it can."""
+
+    def __init__(self, message, source=None, pos=None):
+        super().__init__(message)
+        self.message = message
+        self.source = source
+        self.pos = pos
+
+    def location(self):
+        """(line, column, line_text), 1-based, or None without a position."""
+        if self.source is None or self.pos is None:
+            return None
+        start = self.source.rfind('\n', 0, self.pos) + 1
+        end = self.source.find('\n', self.pos)
+        line = self.source.count('\n', 0, self.pos) + 1
+        return line, self.pos - start + 1, self.source[start:end if end >= 0 else None]
+
+
+class NumericalError(AdgradError):
+    """A non-finite value under --strict."""
