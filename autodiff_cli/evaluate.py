@@ -1,0 +1,84 @@
+"""Forward and reverse passes over a graph's tape.
+
+Both are single loops over the tape; results are lists indexed by node id.
+"""
+
+import math
+
+from .errors import AdgradError, NumericalError
+from .parse import did_you_mean
+from .primitives import NUMBERS, PRIMITIVES
+
+
+def forward(graph, inputs):
+    """Values of every node, given {variable name: value} for every input."""
+    missing = [name for name in graph.inputs if name not in inputs]
+    if missing:
+        node = graph.nodes[graph.inputs[missing[0]]]
+        raise AdgradError(f"no value for '{missing[0]}': give it as {missing[0]}=VALUE",
+                          graph.source, node.span[0] if node.span else None)
+    values = [0.0] * len(graph.nodes)
+    functions = {name: row.forward for name, row in PRIMITIVES.items()}
+    for i, node in enumerate(graph.nodes):
+        op, args = node.op, node.args
+        if op == 'input':
+            values[i] = float(inputs[node.name])
+        elif op == 'const':
+            values[i] = node.value
+        elif len(args) == 1:
+            values[i] = functions[op](values[args[0]])
+        elif len(args) == 2:
+            values[i] = functions[op](values[args[0]], values[args[1]])
+        else:
+            values[i] = functions[op](*[values[j] for j in args])
+    return values
+
+
+def backward(graph, values, output=None):
+    """∂output/∂node for every node, by the chain rule in reverse tape order.
+
+    Only nodes the output depends on pass gradients on, as in PyTorch: an
+    unused binding whose local derivative is inf must not turn an input's
+    gradient into nan through 0 * inf.
+    """
+    output = graph.output if output is None else output
+    nodes = graph.nodes
+    grads = [0.0] * len(nodes)
+    live = [False] * len(nodes)
+    grads[output] = 1.0
+    live[output] = True
+    rules = {name: row.vjp for name, row in PRIMITIVES.items()}
+    k = NUMBERS
+    for i in range(output, -1, -1):
+        args = nodes[i].args
+        if not args or not live[i]:
+            continue
+        if len(args) == 1:
+            a = args[0]
+            grads[a] += rules[nodes[i].op](k, grads[i], values[i], values[a])[0]
+            live[a] = True
+        else:
+            cotangents = rules[nodes[i].op](k, grads[i], values[i], *[values[j] for j in args])
+            for j, cotangent in zip(args, cotangents):
+                grads[j] += cotangent
+                live[j] = True
+    return grads
+
+
+def first_nonfinite(values):
+    """Id of the first node whose value is inf or nan, or None."""
+    for i, value in enumerate(values):
+        if not math.isfinite(value):
+            return i
+    return None
+
+
+def check_names(graph, names, what='variable'):
+    """Raise for a name that is not an input of the graph."""
+    for name in names:
+        if name not in graph.inputs:
+            hint = did_you_mean(name, graph.inputs)
+            raise AdgradError(f"'{name}' is not a {what} of the expression{hint}")
+
+
+__all__ = ['forward', 'backward', 'first_nonfinite', 'check_names', 'NumericalError']

@@ -1,0 +1,132 @@
+"""float64 math that returns inf and nan where C and PyTorch do.
+
+Python's `math` raises on overflow and outside a function's domain, and `/`
+raises on a zero divisor. adgrad promises IEEE results instead (`1/0` is
+inf, `log(-1)` is nan), so every forward function that can raise is wrapped
+here once, and the primitive table uses only these.
+"""
+
+import math
+
+inf = math.inf
+nan = math.nan
+
+
+def _is_odd_integer(x):
+    return math.isfinite(x) and x % 2 == 1
+
+
+def div(a, b):
+    try:
+        return a / b
+    except ZeroDivisionError:
+        if a != a or a == 0:
+            return nan
+        return math.copysign(inf, a) * math.copysign(1.0, b)
+
+
+def power(a, b):
+    try:
+        return math.pow(a, b)
+    except OverflowError:
+        return -inf if a < 0 and _is_odd_integer(b) else inf
+    except ValueError:
+        if a == 0:  # zero to a negative power: C's pole, signed like the zero for odd powers
+            return -inf if math.copysign(1.0, a) < 0 and _is_odd_integer(b) else inf
+        return nan  # negative base with a non-integer exponent
+
+
+def exp(x):
+    try:
+        return math.exp(x)
+    except OverflowError:
+        return inf
+
+
+def _logarithm(fn):
+    def log(x):
+        try:
+            return fn(x)
+        except ValueError:
+            return -inf if x == 0 else nan
+    return log
+
+
+log = _logarithm(math.log)
+log2 = _logarithm(math.log2)
+log10 = _logarithm(math.log10)
+
+
+def _nan_outside_domain(fn):
+    def wrapped(x):
+        try:
+            return fn(x)
+        except ValueError:
+            return nan
+    return wrapped
+
+
+sqrt = _nan_outside_domain(math.sqrt)
+sin = _nan_outside_domain(math.sin)
+cos = _nan_outside_domain(math.cos)
+tan = _nan_outside_domain(math.tan)
+asin = _nan_outside_domain(math.asin)
+acos = _nan_outside_domain(math.acos)
+
+
+def sinh(x):
+    try:
+        return math.sinh(x)
+    except OverflowError:
+        return math.copysign(inf, x)
+
+
+def cosh(x):
+    try:
+        return math.cosh(x)
+    except OverflowError:
+        return inf
+
+
+def sigmoid(x):
+    # PyTorch's formula, so the far tails round the same way.
+    return 1.0 / (1.0 + exp(-x))
+
+
+def relu(x):
+    if x != x:
+        return nan
+    return x if x > 0 else 0.0
+
+
+def maximum(a, b):
+    if a != a or b != b:
+        return nan
+    return a if a >= b else b
+
+
+def minimum(a, b):
+    if a != a or b != b:
+        return nan
+    return a if a <= b else b
+
+
+def sign(x):
+    # torch.sgn: zero for zero and for nan.
+    return 1.0 if x > 0 else (-1.0 if x < 0 else 0.0)
+
+
+def where(condition, a, b):
+    return a if condition else b
+
+
+def eq(a, b):
+    return 1.0 if a == b else 0.0
+
+
+def lt(a, b):
+    return 1.0 if a < b else 0.0
+
+
+def ge(a, b):
+    return 1.0 if a >= b else 0.0

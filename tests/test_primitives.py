@@ -1,0 +1,135 @@
+"""Every primitive against a central finite difference, and PyTorch's edge conventions."""
+
+import math
+
+import pytest
+
+from autodiff_cli.primitives import FUNCTIONS, PRIMITIVES
+
+from conftest import evaluate, same
+
+# One row per op: the expression and points away from its kinks and poles.
+CASES = {
+    'add': ('x + y', [(0.3, -1.7), (2.0, 5.0)]),
+    'sub': ('x - y', [(0.3, -1.7), (-2.0, 5.0)]),
+    'mul': ('x * y', [(0.3, -1.7), (2.0, 5.0)]),
+    'div': ('x / y', [(0.3, -1.7), (2.0, 5.0)]),
+    'neg': ('-x', [(0.3,), (-4.0,)]),
+    'pos': ('+x', [(0.3,), (-4.0,)]),
+    'pow': ('x ^ y', [(1.3, 2.5), (0.7, -1.2), (2.0, 3.0)]),
+    'sin': ('sin(x)', [(0.3,), (-2.0,), (10.0,)]),
+    'cos': ('cos(x)', [(0.3,), (-2.0,), (10.0,)]),
+    'tan': ('tan(x)', [(0.3,), (-1.2,)]),
+    'asin': ('asin(x)', [(0.3,), (-0.9,)]),
+    'acos': ('acos(x)', [(0.3,), (-0.9,)]),
+    'atan': ('atan(x)', [(0.3,), (-7.0,)]),
+    'sinh': ('sinh(x)', [(0.3,), (-2.0,)]),
+    'cosh': ('cosh(x)', [(0.3,), (-2.0,)]),
+    'tanh': ('tanh(x)', [(0.3,), (-2.0,)]),
+    'exp': ('exp(x)', [(0.3,), (-2.0,), (5.0,)]),
+    'log': ('log(x)', [(0.3,), (20.0,)]),
+    'log2': ('log2(x)', [(0.3,), (20.0,)]),
+    'log10': ('log10(x)', [(0.3,), (20.0,)]),
+    'sqrt': ('sqrt(x)', [(0.3,), (20.0,)]),
+    'abs': ('abs(x)', [(0.3,), (-2.0,)]),
+    'sigmoid': ('sigmoid(x)', [(0.3,), (-4.0,)]),
+    'relu': ('relu(x)', [(0.3,), (-2.0,)]),
+    'min': ('min(x, y)', [(0.3, -1.7), (2.0, 5.0)]),
+    'max': ('max(x, y)', [(0.3, -1.7), (2.0, 5.0)]),
+    'atan2': ('atan2(x, y)', [(0.3, -1.7), (2.0, 5.0), (-1.0, -1.0)]),
+}
+INTERNAL = {'sign', 'eq', 'lt', 'ge', 'where'}
+
+
+def test_every_primitive_has_a_test_row():
+    assert set(PRIMITIVES) - INTERNAL == set(CASES)
+
+
+def central_difference(expr, names, point, index):
+    h = 1e-6 * max(1.0, abs(point[index]))
+    up, down = list(point), list(point)
+    up[index] += h
+    down[index] -= h
+    f_up, _ = evaluate(expr, **dict(zip(names, up)))
+    f_down, _ = evaluate(expr, **dict(zip(names, down)))
+    return (f_up - f_down) / (2 * h)
+
+
+@pytest.mark.parametrize('op', sorted(CASES))
+def test_gradient_matches_central_difference(op):
+    expr, points = CASES[op]
+    names = ['x', 'y'][:len(points[0])]
+    for point in points:
+        _, grads = evaluate(expr, **dict(zip(names, point)))
+        for index, name in enumerate(names):
+            expected = central_difference(expr, names, point, index)
+            assert grads[name] == pytest.approx(expected, rel=1e-6, abs=1e-7), (op, point, name)
+
+
+@pytest.mark.parametrize('op', sorted(CASES))
+def test_forward_matches_math(op):
+    reference = {'add': lambda a, b: a + b, 'sub': lambda a, b: a - b, 'mul': lambda a, b: a * b,
+                 'div': lambda a, b: a / b, 'neg': lambda a: -a, 'pos': lambda a: a,
+                 'pow': math.pow, 'abs': abs, 'min': min, 'max': max,
+                 'sigmoid': lambda a: 1 / (1 + math.exp(-a)), 'relu': lambda a: max(a, 0.0)}
+    expr, points = CASES[op]
+    fn = reference.get(op) or getattr(math, op)
+    names = ['x', 'y'][:len(points[0])]
+    for point in points:
+        value, _ = evaluate(expr, **dict(zip(names, point)))
+        assert value == pytest.approx(fn(*point), rel=1e-15)
+
+
+def test_callable_names_are_the_documented_functions():
+    assert set(FUNCTIONS) == set('sin cos tan asin acos atan sinh cosh tanh exp log log2 log10 '
+                                 'sqrt abs sigmoid relu pow min max atan2'.split())
+
+
+# The README's edge-case table, row by row: (expression, point, variable, expected ∂).
+EDGE_TABLE = [
+    ('abs(x)', {'x': 0.0}, 'x', 0.0),
+    ('relu(x)', {'x': 0.0}, 'x', 0.0),
+    ('sqrt(x)', {'x': 0.0}, 'x', math.inf),
+    ('0^y', {'y': 0.0}, 'y', 0.0),
+    ('0^y', {'y': 2.5}, 'y', 0.0),
+    ('x^0', {'x': 0.0}, 'x', 0.0),
+    ('min(x, y)', {'x': 1.5, 'y': 1.5}, 'x', 0.5),
+    ('min(x, y)', {'x': 1.5, 'y': 1.5}, 'y', 0.5),
+    ('max(x, y)', {'x': 1.5, 'y': 1.5}, 'x', 0.5),
+    ('max(x, y)', {'x': 1.5, 'y': 1.5}, 'y', 0.5),
+    ('x^y', {'x': -2.0, 'y': 3.0}, 'x', 12.0),
+    ('x^y', {'x': -2.0, 'y': 3.0}, 'y', math.nan),
+]
+
+
+@pytest.mark.parametrize('expr, point, name, expected', EDGE_TABLE)
+def test_edge_table(expr, point, name, expected):
+    _, grads = evaluate(expr, **point)
+    assert same(grads[name], expected)
+
+
+@pytest.mark.parametrize('expr, expected', [
+    ('1/0', math.inf), ('-1/0', -math.inf), ('log(0)', -math.inf), ('log(-1)', math.nan),
+    ('0/0', math.nan), ('sqrt(-1)', math.nan), ('exp(1000)', math.inf), ('10^400', math.inf),
+    ('(-10)^401', -math.inf), ('0^-1', math.inf), ('(-8)^(1/3)', math.nan), ('asin(2)', math.nan),
+    ('sinh(-1000)', -math.inf), ('cosh(1000)', math.inf), ('log2(0)', -math.inf),
+    ('log10(-2)', math.nan), ('sigmoid(-1000)', 0.0), ('exp(-1000)', 0.0),
+])
+def test_ieee_results_instead_of_exceptions(expr, expected):
+    value, _ = evaluate(expr)
+    assert same(value, expected)
+
+
+def test_rules_run_through_any_algebra():
+    """A rule only calls its algebra, so a recording algebra sees every step."""
+    calls = []
+
+    class Recorder:
+        def __getattr__(self, name):
+            def op(*args):
+                calls.append(name)
+                return PRIMITIVES[name].forward(*args)
+            return op
+
+    PRIMITIVES['tan'].vjp(Recorder(), 1.0, math.tan(0.5), 0.5)
+    assert calls == ['mul', 'add', 'mul']
