@@ -1,0 +1,180 @@
+"""The command line, run in-process through main(), and once as an installed script."""
+
+import io
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+
+def test_eval_prints_the_value(run_cli):
+    assert run_cli('eval', 'x*y*z', 'x=2', 'y=3', 'z=4') == (0, '24.0\n', '')
+
+
+def test_grad_plain_lines(run_cli):
+    code, out, err = run_cli('grad', 'x*y*z', 'x=2', 'y=3', 'z=4')
+    assert code == 0 and err == ''
+    assert out == 'value\t24.0\nd_x\t12.0\nd_y\t8.0\nd_z\t6.0\n'
+
+
+def test_grad_json(run_cli):
+    code, out, _ = run_cli('grad', 'x*y*z', 'x=2', 'y=3', 'z=4', '--json')
+    assert json.loads(out) == {'value': 24.0, 'gradient': {'x': 12.0, 'y': 8.0, 'z': 6.0}}
+
+
+def test_eval_json(run_cli):
+    assert json.loads(run_cli('eval', 'x^2 + 1', 'x=2', '--json')[1]) == {'value': 5.0}
+
+
+def test_nodes_include_the_intermediate_gradient(run_cli):
+    code, out, _ = run_cli('grad', 'x*y*z', 'x=2', 'y=3', 'z=4', '--json', '--nodes')
+    nodes = {node['expr']: node for node in json.loads(out)['nodes']}
+    assert nodes['x*y']['grad'] == 4.0 and nodes['x*y']['value'] == 6.0
+    assert nodes['x*y']['op'] == 'mul' and nodes['x*y*z']['grad'] == 1.0
+    assert [node['id'] for node in json.loads(out)['nodes']] == list(range(5))
+
+
+def test_nodes_plain(run_cli):
+    out = run_cli('grad', 'x*y', 'x=2', 'y=3', '--nodes')[1]
+    assert 'node\t2\tmul\t-\t-\t6.0\t1.0\tx*y' in out.splitlines()
+
+
+def test_wrt_limits_the_list(run_cli):
+    out = run_cli('grad', 'x*y*z', 'x=2', 'y=3', 'z=4', '--wrt', 'z,x', '--json')[1]
+    assert json.loads(out)['gradient'] == {'z': 6.0, 'x': 12.0}
+
+
+def test_wrt_unknown_variable(run_cli):
+    code, _, err = run_cli('grad', 'x*y', 'x=2', 'y=3', '--wrt', 'q')
+    assert code == 2 and "'q' is not a variable" in err
+
+
+def test_non_finite_json_strings(run_cli):
+    out = run_cli('grad', 'log(x) - y/0', 'x=0', 'y=1', '--json')[1]
+    assert json.loads(out) == {'value': '-inf', 'gradient': {'x': 'inf', 'y': '-inf'}}
+    assert json.loads(run_cli('eval', '0/0', '--json')[1]) == {'value': 'nan'}
+
+
+def test_shortest_round_trip_numbers(run_cli):
+    out = run_cli('eval', 'x/3', 'x=1')[1]
+    assert out == '0.3333333333333333\n' and float(out) == 1 / 3
+
+
+def test_constant_expression_bindings(run_cli):
+    out = run_cli('eval', 'sin(x)', 'x=pi/6')[1]
+    assert float(out) == math.sin(math.pi / 6)
+    assert float(run_cli('eval', 'y', 'y=-1.5e-3')[1]) == -1.5e-3
+
+
+def test_expression_starting_with_minus(run_cli):
+    assert run_cli('eval', '-x^2', 'x=3')[1] == '-9.0\n'
+    assert run_cli('eval', '--', '-x^2', 'x=3')[1] == '-9.0\n'
+
+
+def test_stdin(run_cli, monkeypatch):
+    monkeypatch.setattr(sys, 'stdin', io.StringIO('x^2 + 1\n'))
+    assert run_cli('eval', '-', 'x=2')[1] == '5.0\n'
+
+
+def test_file(run_cli, tmp_path):
+    path = tmp_path / 'f.ad'
+    path.write_text('x * y\n')
+    assert run_cli('grad', '-f', str(path), 'x=2', 'y=5', '--json')[1] == \
+        '{"value": 10.0, "gradient": {"x": 5.0, "y": 2.0}}\n'
+
+
+def test_missing_file(run_cli):
+    code, _, err = run_cli('eval', '-f', '/nonexistent/x.ad')
+    assert code == 2 and err.startswith('adgrad: error: cannot read /nonexistent/x.ad')
+
+
+def test_syntax_error_with_caret(run_cli):
+    code, out, err = run_cli('eval', 'x + * y', 'x=1', 'y=2')
+    assert (code, out) == (2, '')
+    assert err.splitlines() == ["adgrad: error: unexpected '*'; expected '(', '+', '-', "
+                                'a name, a number (column 5)', '  x + * y', '      ^']
+
+
+def test_unknown_function_suggests(run_cli):
+    code, _, err = run_cli('eval', 'x + sinn(x)', 'x=1')
+    assert code == 2
+    assert err.splitlines()[0].startswith("adgrad: error: unknown function 'sinn'; did you mean 'sin'?")
+    assert err.splitlines()[2] == '      ^'
+
+
+def test_missing_variable(run_cli):
+    code, _, err = run_cli('eval', 'x*y', 'x=1')
+    assert code == 2 and "no value for 'y'" in err
+
+
+def test_unused_binding_warns(run_cli):
+    code, out, err = run_cli('eval', 'x', 'x=1', 'w=2')
+    assert (code, out) == (0, '1.0\n') and err == "adgrad: warning: 'w' is not used by the expression\n"
+
+
+@pytest.mark.parametrize('binding', ['pi=3', 'e=2'])
+def test_binding_a_constant_is_an_error(run_cli, binding):
+    code, _, err = run_cli('eval', 'x', 'x=1', binding)
+    assert code == 2 and 'constant' in err
+
+
+@pytest.mark.parametrize('binding', ['x', 'x=', '1x=2', 'x=y+1', 'x=2*'])
+def test_bad_bindings(run_cli, binding):
+    code, out, err = run_cli('eval', 'x', binding)
+    assert (code, out) == (2, '') and err.startswith('adgrad: error: ')
+
+
+def test_non_finite_warning_names_the_first_node(run_cli):
+    code, out, err = run_cli('eval', 'exp(log(x) * 2) + 1', 'x=0')
+    assert (code, out) == (0, '1.0\n')
+    assert err.startswith('adgrad: warning: log(x) is -inf (node 1')
+
+
+def test_strict_turns_the_warning_into_exit_1(run_cli):
+    code, out, err = run_cli('eval', '1/x', 'x=0', '--strict')
+    assert (code, out) == (1, '') and err.startswith('adgrad: error: 1/x is inf')
+    assert run_cli('grad', 'sqrt(x)', 'x=0', '--strict')[0] == 1
+
+
+def test_usage_errors_exit_2(run_cli):
+    assert run_cli()[0] == 2
+    assert run_cli('frobnicate')[0] == 2
+    assert run_cli('eval')[0] == 2
+    code, _, err = run_cli('eval', 'x', '--no-such-option')
+    assert code == 2 and len(err.splitlines()) == 1
+
+
+def test_help_and_version(run_cli):
+    code, out, _ = run_cli('grad', '--help')
+    assert code == 0 and 'examples:' in out and '--wrt' in out
+    assert run_cli('eval', '--help')[0] == 0
+    code, out, _ = run_cli('--version')
+    assert code == 0 and out.startswith('adgrad ')
+
+
+def test_no_traceback_for_deep_input(run_cli):
+    code, out, _ = run_cli('eval', 'sin(' * 20000 + 'x' + ')' * 20000, 'x=0.5')
+    assert code == 0 and 0 < float(out) < 0.5
+
+
+def _script():
+    found = shutil.which('adgrad', path=os.path.dirname(sys.executable)) or shutil.which('adgrad')
+    return [found] if found else [sys.executable, '-m', 'autodiff_cli']
+
+
+def test_installed_script_in_a_subprocess(tmp_path):
+    done = subprocess.run(_script() + ['grad', 'x*y*z', 'x=2', 'y=3', 'z=4', '--json'],
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0 and json.loads(done.stdout)['gradient'] == {'x': 12.0, 'y': 8.0, 'z': 6.0}
+    done = subprocess.run(_script() + ['eval', '2 +'], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 2 and 'Traceback' not in done.stderr
+
+
+def test_python_dash_m(tmp_path):
+    done = subprocess.run([sys.executable, '-m', 'autodiff_cli', 'eval', 'x^2', 'x=3'],
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (0, '9.0\n')
