@@ -1,0 +1,121 @@
+"""The LALR(1) table of grammar/adgrad.lark, computed by Lark, as plain data.
+
+Lark builds the table from the grammar file, which stays the only
+description of the language; this module flattens Lark's table, terminals
+and rule shapes into JSON that parse.py drives without importing Lark
+(importing Lark and building its parser cost more start-up time than all
+the rest of adgrad together).
+
+A copy ships in the package as grammar_table.json, recording the grammar
+text it was built from; parse.py uses it only while that text matches the
+grammar file, and tests/test_parse.py checks that it does. After editing
+the grammar, regenerate it with:
+
+    python -m autodiff_cli.grammar_table
+"""
+
+import json
+import os
+
+# Bump when the layout of the data below changes, so stale caches are ignored.
+FORMAT = 1
+
+SHIPPED = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'grammar_table.json')
+
+
+def lark_parser(grammar):
+    """The reference parser: Lark's own LALR parser for the grammar.
+
+    parse.py must accept the same language as this, with the same trees, and
+    tests/test_parse.py compares the two.
+    """
+    from lark import Lark
+
+    from .parse import NewlinesInParentheses
+    return Lark(grammar, start='program', parser='lalr', lexer='contextual',
+                keep_all_tokens=True, postlex=NewlinesInParentheses(),
+                maybe_placeholders=False)
+
+
+def build(grammar):
+    """The table for a grammar text, as a JSON-ready dict."""
+    parser = lark_parser(grammar)
+    table = parser.parser.parser.parser.parse_table
+    rules = parser.rules
+    rule_index = {rule: i for i, rule in enumerate(rules)}
+
+    # Terminals in the order Lark's lexer tries them: the first that matches
+    # wins, so this order is part of the language.
+    terminals = sorted(parser.terminals, key=lambda t: (-t.priority, -t.pattern.max_width,
+                                                        -len(t.pattern.value), t.name))
+    if any(t.pattern.flags for t in terminals):
+        raise ValueError('terminal flags are not supported by parse.py')
+    strings = {t.name: t.pattern.value for t in terminals if t.pattern.type == 'str'}
+    # A string that a regular terminal also matches (the keyword `input` is a
+    # NAME too) is lexed as the regular terminal and becomes the keyword only
+    # where the parser can take the keyword, as Lark's contextual lexer does.
+    import re
+    keywords = {}
+    for regular in terminals:
+        for keyword in terminals:
+            if regular.pattern.type == 're' and keyword.pattern.type == 'str' \
+                    and keyword.priority == regular.priority:
+                literal = keyword.pattern.value
+                match = re.match(regular.pattern.to_regexp(), literal)
+                if match and match.group(0) == literal:
+                    keywords.setdefault(regular.name, {})[literal] = keyword.name
+    embedded = {name for words in keywords.values() for name in words.values()}
+    lexer = [[t.name, t.pattern.to_regexp()] for t in terminals if t.name not in embedded]
+
+    # Lark numbers states in an order that varies from run to run (it follows
+    # set iteration); number them breadth-first instead, so that the same
+    # grammar always gives the same bytes.
+    start = table.start_states['program']
+    order, seen = [start], {start}
+    for state in order:
+        for symbol, (act, arg) in sorted(table.states[state].items()):
+            if act.name == 'Shift' and arg not in seen:
+                seen.add(arg)
+                order.append(arg)
+    number = {state: i for i, state in enumerate(order)}
+
+    def action(act, arg):
+        # A shift is the target state; a reduce is ~rule (negative).
+        return number[arg] if act.name == 'Shift' else ~rule_index[arg]
+
+    from lark import __version__ as lark_version
+    return {
+        'format': FORMAT,
+        'lark': lark_version,
+        'grammar': grammar,
+        'start': number[start],
+        'end': number[table.end_states['program']],
+        'terminals': lexer,
+        'ignore': sorted(parser.ignore_tokens),
+        'keywords': keywords,
+        'strings': strings,
+        'rules': [{'origin': rule.origin.name,
+                   'size': len(rule.expansion),
+                   'callback': rule.alias or rule.origin.name,
+                   'inline_single': bool(rule.options.expand1 and not rule.alias),
+                   'splice': [i for i, s in enumerate(rule.expansion)
+                              if not s.is_term and s.name.startswith('_')]}
+                  for rule in rules],
+        'states': [{symbol: action(*act) for symbol, act in sorted(table.states[state].items())}
+                   for state in order],
+    }
+
+
+def dump(table):
+    return json.dumps(table, indent=0, sort_keys=True) + '\n'
+
+
+def main():
+    from .parse import grammar_text
+    with open(SHIPPED, 'w', encoding='utf-8') as f:
+        f.write(dump(build(grammar_text())))
+    print(f'wrote {SHIPPED}')
+
+
+if __name__ == '__main__':
+    main()
