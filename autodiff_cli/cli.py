@@ -5,12 +5,15 @@
 
 import argparse
 import enum
+import math
 import os
 import re
 import sys
+import time
 
 from . import __version__
 from .errors import AdgradError, NumericalError
+from .evaluate import check_names
 from .output import FORMATS
 
 _NUMBER = re.compile(r'-(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?')
@@ -93,47 +96,127 @@ def input_values(graph, bindings, warn):
 
 # ---- commands ----
 
-def _nonfinite(graph, values, strict, warn):
-    from .evaluate import first_nonfinite
-    i = first_nonfinite(values)
-    if i is None:
-        return
-    message = f'{graph.text(i, 60) or graph.label(i)} is {values[i]!r} (node {i}, the first non-finite value)'
+def _numerical(message, strict, warn):
     if strict:
         raise NumericalError(message)
     warn(message)
 
 
+def _where(graph, i):
+    return f'{graph.text(i, 60) or graph.label(i)} (node {i})'
+
+
+def _gradient_names(graph, args):
+    if args.command != 'grad':
+        return []
+    if not args.wrt:
+        return sorted(graph.inputs)
+    names = [n.strip() for n in args.wrt.split(',') if n.strip()]
+    check_names(graph, names)
+    return names
+
+
 def run(args, out, warn):
-    from .evaluate import backward, check_names, forward
     from .lower import lower
-    from .output import node_records
 
     source, words = read_program(args)
     graph = lower(source)
-    values = forward(graph, input_values(graph, parse_bindings(words), warn))
-    _nonfinite(graph, values, args.strict, warn)
-    result = {'value': values[graph.output]}
-    grads = None
-    if args.command == 'grad':
-        grads = backward(graph, values)
-        names = sorted(graph.inputs)
-        if args.wrt:
-            names = [n.strip() for n in args.wrt.split(',') if n.strip()]
-            check_names(graph, names)
+    bindings = parse_bindings(words)
+    names = _gradient_names(graph, args)
+    if args.points is not None:
+        return run_points(args, graph, bindings, names, out, warn)
+    return run_point(args, graph, input_values(graph, bindings, warn), names, out, warn)
+
+
+def run_point(args, graph, inputs, names, out, warn):
+    from .evaluate import backward, first_nonfinite, forward
+    from .output import node_records, write
+
+    values = forward(graph, inputs)
+    bad = first_nonfinite(values)
+    if bad is not None:
+        _numerical(f'{_where(graph, bad)} is {values[bad]!r}, the first non-finite value',
+                   args.strict, warn)
+    result = {'value': values[graph.output], 'inputs': {n: inputs[n] for n in sorted(graph.inputs)}}
+    grads = backward(graph, values) if args.command == 'grad' else None
+    if grads is not None:
         result['gradient'] = {name: grads[graph.inputs[name]] for name in names}
-        bad = [n for n in names if grads[graph.inputs[n]] != grads[graph.inputs[n]]
-               or abs(grads[graph.inputs[n]]) == float('inf')]
-        if bad:
-            message = f"the gradient ∂f/∂{bad[0]} is {grads[graph.inputs[bad[0]]]!r}"
-            if args.strict:
-                raise NumericalError(message)
-            warn(message)
+        infinite = [n for n, g in result['gradient'].items() if not math.isfinite(g)]
+        if infinite:
+            _numerical(f'the gradient ∂f/∂{infinite[0]} is {result["gradient"][infinite[0]]!r}',
+                       args.strict, warn)
     if args.nodes:
         result['nodes'] = node_records(graph, values, grads)
-    from .output import write
     write(result, args.format, out, title=graph.text(graph.output, 60))
     return Exit.OK
+
+
+def run_points(args, graph, bindings, names, out, warn):
+    """Every row of a points file at once (batch.py), then the rows out in order."""
+    from .batch import run_batch
+    from .output import write_rows
+    from .points import columns, read_points
+
+    if args.nodes:
+        raise UsageError('--nodes shows one point; it does not go with --points')
+    if args.points == '-' and (args.file == '-' or args.words[:1] == ['-']):
+        raise UsageError('the program and the points cannot both come from standard input')
+    name = args.points if args.points != '-' else '<stdin>'
+    points = read_points(_read(args.points), name)
+    fills = input_values(graph, bindings, warn)
+    given = columns(points, graph.inputs, fills)
+    unbound = [n for n in graph.inputs if n not in given and n not in fills]
+    if unbound:
+        raise UsageError(f"no value for '{unbound[0]}': the points have no such column; "
+                         f'give it as {unbound[0]}=VALUE')
+    outputs = ['value'] + [f'd_{n}' for n in names]
+    clash = set(outputs) & set(points.header)
+    if clash:
+        raise UsageError(f"the points already have a column '{sorted(clash)[0]}', "
+                         'which the output would repeat')
+    count = len(points)
+    value, gradient, bad = run_batch(graph, {**fills, **given}, count, names)
+    if bad is not None:
+        node, rows_hit = bad
+        _numerical(f'{_where(graph, node)} is not finite in {rows_hit} of {count} rows, '
+                   'the first node where that happens', args.strict, warn)
+    fmt = args.format if args.format_given else points.kind
+    same_text = fmt == points.kind or (fmt == 'plain' and points.kind == 'tsv')
+    echo = points.lines if same_text and points.kind != 'jsonl' else None
+    with _progress(count, warn.stream) as advance:
+        write_rows(fmt, points.header + outputs, points.rows() if echo is None else None,
+                   [value.tolist()] + [g.tolist() for g in gradient.values()], out, advance, echo)
+    return Exit.OK
+
+
+class _progress:
+    """A rich progress bar on a terminal's stderr, once a batch has run a second."""
+
+    def __init__(self, total, stream):
+        self.total, self.stream, self.bar, self.done = total, stream, None, 0
+
+    def __enter__(self):
+        self.started = time.monotonic()
+        return self.advance
+
+    def advance(self, n):
+        self.done += n
+        if self.bar is None and self.stream.isatty() and time.monotonic() - self.started > 1:
+            from rich.progress import Progress
+            self.bar = Progress(console=_console(self.stream), transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task('rows', total=self.total)
+        if self.bar is not None:
+            self.bar.update(self.task, completed=self.done)
+
+    def __exit__(self, *exc):
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def _console(stream):
+    from rich.console import Console
+    return Console(file=stream)
 
 
 # ---- parser ----
@@ -160,9 +243,13 @@ def _add_common(parser, command):
                         help="read the program from FILE ('-' for standard input); "
                              'every positional argument is then a binding')
     parser.add_argument('--format', choices=FORMATS, default=None,
-                        help='output format (default: table on a terminal, plain otherwise)')
+                        help='output format (default: table on a terminal, plain otherwise; '
+                             'with --points, the format of the points file)')
     parser.add_argument('--json', dest='format', action='store_const', const='json',
                         help='same as --format json')
+    parser.add_argument('--points', metavar='FILE',
+                        help="evaluate at every row of FILE: CSV (or TSV) whose header names the "
+                             "variables, or JSON Lines; '-' reads standard input")
     parser.add_argument('--nodes', action='store_true',
                         help='also list every node: id, op, expression, value'
                              + (', gradient' if command == 'grad' else ''))
@@ -190,7 +277,25 @@ def build_parser():
                                 help='list only these variables, comma-separated')
         parser.set_defaults(command=name, run=run, wrt=None)
         commands[name] = parser
+    completion = sub.add_parser(
+        'completion', help='print a shell completion script',
+        description='Print a completion script for bash, zsh or fish.',
+        epilog="""examples:
+  adgrad completion bash > ~/.local/share/bash-completion/completions/adgrad
+  adgrad completion zsh > "${fpath[1]}/_adgrad"
+  adgrad completion fish > ~/.config/fish/completions/adgrad.fish""",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    completion.add_argument('shell', choices=('bash', 'zsh', 'fish'))
+    completion.set_defaults(command='completion', run=lambda args, out, warn: _completion(
+        top, args.shell, out))
+    commands['completion'] = completion
     return top, commands
+
+
+def _completion(top, shell, out):
+    import shtab  # generates the script from the parser itself, so it never drifts
+    out.write(shtab.complete(top, shell=shell))
+    return Exit.OK
 
 
 def _parse(parser, argv):
@@ -209,7 +314,8 @@ def _parse(parser, argv):
         else:
             masked.append(arg)
     args = parser.parse_intermixed_args(masked)
-    args.words = [words[int(w[1:])] if w.startswith('\0') else w for w in args.words]
+    args.words = [words[int(w[1:])] if w.startswith('\0') else w
+                  for w in getattr(args, 'words', ())]
     return args
 
 
@@ -229,6 +335,7 @@ def main(argv=None):
 
     def warn(message):
         print(f'adgrad: warning: {message}', file=err)
+    warn.stream = err
 
     try:
         top, commands = build_parser()
@@ -239,7 +346,8 @@ def main(argv=None):
             top.parse_args(argv)  # --help, --version, or an unknown command
             return Exit.USAGE
         args = _parse(commands[argv[0]], argv[1:])
-        if args.format is None:
+        args.format_given = getattr(args, 'format', None) is not None
+        if not args.format_given:
             args.format = 'table' if out.isatty() else 'plain'
         return int(args.run(args, out, warn))
     except SystemExit as done:  # argparse after --help and --version

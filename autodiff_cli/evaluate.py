@@ -1,6 +1,8 @@
 """Forward and reverse passes over a graph's tape.
 
 Both are single loops over the tape; results are lists indexed by node id.
+Both run over an algebra: NUMBERS computes with floats, and an algebra of
+arrays (batch.py) runs the same loops over a whole batch of points at once.
 """
 
 import math
@@ -10,7 +12,7 @@ from .parse import did_you_mean
 from .primitives import NUMBERS, PRIMITIVES
 
 
-def forward(graph, inputs):
+def forward(graph, inputs, algebra=NUMBERS):
     """Values of every node, given {variable name: value} for every input."""
     missing = [name for name in graph.inputs if name not in inputs]
     if missing:
@@ -18,11 +20,11 @@ def forward(graph, inputs):
         raise AdgradError(f"no value for '{missing[0]}': give it as {missing[0]}=VALUE",
                           graph.source, node.span[0] if node.span else None)
     values = [0.0] * len(graph.nodes)
-    functions = {name: row.forward for name, row in PRIMITIVES.items()}
+    functions = {name: getattr(algebra, name) for name in PRIMITIVES}
     for i, node in enumerate(graph.nodes):
         op, args = node.op, node.args
         if op == 'input':
-            values[i] = float(inputs[node.name])
+            values[i] = algebra.coerce(inputs[node.name])
         elif op == 'const':
             values[i] = node.value
         elif len(args) == 1:
@@ -34,7 +36,7 @@ def forward(graph, inputs):
     return values
 
 
-def backward(graph, values, output=None):
+def backward(graph, values, output=None, algebra=NUMBERS):
     """∂output/∂node for every node, by the chain rule in reverse tape order.
 
     Only nodes the output depends on pass gradients on, as in PyTorch: an
@@ -48,19 +50,20 @@ def backward(graph, values, output=None):
     grads[output] = 1.0
     live[output] = True
     rules = {name: row.vjp for name, row in PRIMITIVES.items()}
-    k = NUMBERS
+    k = algebra
     for i in range(output, -1, -1):
         args = nodes[i].args
         if not args or not live[i]:
             continue
         if len(args) == 1:
             a = args[0]
-            grads[a] += rules[nodes[i].op](k, grads[i], values[i], values[a])[0]
+            # Not +=: with arrays that would write into a cotangent another node shares.
+            grads[a] = grads[a] + rules[nodes[i].op](k, grads[i], values[i], values[a])[0]
             live[a] = True
         else:
             cotangents = rules[nodes[i].op](k, grads[i], values[i], *[values[j] for j in args])
             for j, cotangent in zip(args, cotangents):
-                grads[j] += cotangent
+                grads[j] = grads[j] + cotangent
                 live[j] = True
     return grads
 

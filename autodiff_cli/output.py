@@ -8,7 +8,8 @@ Numbers print in shortest round-trip form, so float(text) == value.
 import json
 import math
 
-FORMATS = ('table', 'plain', 'json')
+FORMATS = ('table', 'plain', 'json', 'jsonl', 'csv', 'tsv')
+_CHUNK = 65536  # rows formatted at a time: bounds memory, paces the progress bar
 
 
 def number(x):
@@ -88,9 +89,90 @@ def print_table(result, title, file):
 
 
 def write(result, fmt, file, title=''):
+    """One point's result. Row formats (csv, tsv, jsonl) give it as a
+    one-row batch: its input values, the value, and a d_NAME per gradient;
+    with --nodes, one row per node instead."""
     if fmt == 'table':
         print_table(result, title, file)
     elif fmt == 'json':
         print(to_json(result), file=file)
-    else:
+    elif fmt == 'plain':
         print(to_plain(result), file=file)
+    elif 'nodes' in result:
+        keys = ['id', 'op', 'name', 'block', 'expr', 'value', 'grad']
+        write_rows(fmt, keys, [[r[k] for k in keys] for r in result['nodes']], [], file)
+    else:
+        header = list(result['inputs']) + ['value'] + [f'd_{n}' for n in result.get('gradient', {})]
+        row = list(result['inputs'].values()) + [result['value']]
+        write_rows(fmt, header, [row + list(result.get('gradient', {}).values())], [], file)
+
+
+def _cell(x):
+    if isinstance(x, float):
+        return number(x)
+    return '' if x is None else str(x)
+
+
+def _json_cell(x):
+    """A cell as read (text from CSV, a JSON value) as a JSON value: numbers stay numbers."""
+    if isinstance(x, str):
+        try:
+            x = float(x)
+        except ValueError:
+            return x
+    return _json_number(x) if isinstance(x, float) else x
+
+
+def write_rows(fmt, header, rows, computed, file, advance=None, echo=None):
+    """Rows of input cells followed by computed columns, in a row format.
+
+    `rows` holds lists of cells, one per header name before the computed
+    ones, and `computed` one list of floats per computed column. `echo`, the
+    rows' original CSV/TSV lines in this very format, is copied as it is
+    rather than parsed and quoted again.
+    """
+    import csv
+    count = len(rows) if echo is None else len(echo)
+    delimiter = ',' if fmt == 'csv' else '\t'
+    if fmt == 'table':
+        return _rows_table(header, rows, computed, file)
+    if fmt in ('csv', 'tsv', 'plain'):
+        writer = csv.writer(file, delimiter=delimiter, lineterminator='\n')
+        writer.writerow(header)
+        # Columns come as lists of Python floats, whose repr is the shortest
+        # round-trip text; map() keeps the per-cell loop in C.
+        texts = [list(map(repr, column)) for column in computed]
+    elif fmt == 'json':
+        file.write('[')
+    for start in range(0, count, _CHUNK):
+        stop = min(start + _CHUNK, count)
+        if fmt in ('csv', 'tsv', 'plain') and echo is not None:
+            parts = [echo[start:stop]] + [t[start:stop] for t in texts]
+            file.write(''.join(line + '\n' for line in map(delimiter.join, zip(*parts))))
+        elif fmt in ('csv', 'tsv', 'plain'):
+            writer.writerows([*map(_cell, rows[i]), *(t[i] for t in texts)]
+                             for i in range(start, stop))
+        else:
+            objects = (json.dumps(dict(zip(header, [_json_cell(c) for c in rows[i]]
+                                           + [_json_number(col[i]) for col in computed])),
+                                  allow_nan=False, ensure_ascii=False)
+                       for i in range(start, stop))
+            if fmt == 'jsonl':
+                file.write(''.join(o + '\n' for o in objects))
+            else:
+                file.write((',\n' if start else '\n') + ',\n'.join(objects))
+        if advance:
+            advance(stop - start)
+    if fmt == 'json':
+        file.write('\n]\n')
+
+
+def _rows_table(header, rows, computed, file):
+    from rich.console import Console
+    from rich.table import Table
+    table = Table()
+    for i, name in enumerate(header):
+        table.add_column(name, justify='right')
+    for i, cells in enumerate(rows):
+        table.add_row(*[_cell(c) for c in cells], *[number(col[i]) for col in computed])
+    Console(file=file).print(table)

@@ -130,4 +130,4 @@ FUNCTIONS = {row.name: row for row in _ROWS if row.callable}
 CONSTANTS = {'pi': 3.141592653589793, 'e': 2.718281828459045}
 
 # The numeric algebra: derivative rules evaluated to floats.
-NUMBERS = SimpleNamespace(**{row.name: row.forward for row in _ROWS})
+NUMBERS = SimpleNamespace(coerce=float, **{row.name: row.forward for row in _ROWS})

@@ -1,0 +1,160 @@
+"""Batches of points (--points), the shared output formats, pipes and completion."""
+
+import csv
+import io
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from autodiff_cli import lower
+from autodiff_cli.batch import run_batch
+
+from conftest import evaluate, same
+from test_primitives import CASES
+
+EDGE_POINTS = [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, 1e300, -1e-300, math.inf, -math.inf, math.nan]
+
+
+@pytest.mark.parametrize('op', sorted(CASES))
+def test_arrays_agree_with_the_scalar_path_for_every_primitive(op):
+    expr = CASES[op][0]
+    graph = lower(expr)
+    names = sorted(graph.inputs)
+    grid = [(a, b) for a in EDGE_POINTS for b in EDGE_POINTS] if len(names) == 2 else \
+        [(a,) for a in EDGE_POINTS]
+    import numpy as np
+    columns = {n: np.array([p[i] for p in grid]) for i, n in enumerate(names)}
+    value, gradient, _ = run_batch(graph, columns, len(grid), names)
+    for row, point in enumerate(grid):
+        want_value, want_grads = evaluate(expr, **dict(zip(names, point)))
+        assert same(value[row], want_value, rel=1e-14), (op, point)
+        for n in names:
+            assert same(gradient[n][row], want_grads[n], rel=1e-14), (op, point, n)
+
+
+def write(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def test_rows_match_single_point_grad(run_cli, tmp_path):
+    expr = 'h(t) = t^2 * sin(t); h(x) / (1 + y^2) + max(x, y)'
+    points = [(0.5, -1.0), (2.0, 2.0), (-3.0, 0.25), (0.0, 0.0)]
+    path = write(tmp_path, 'p.csv', 'x,y\n' + ''.join(f'{x},{y}\n' for x, y in points))
+    code, out, err = run_cli('grad', expr, '--points', path)
+    assert code == 0 and err == ''
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert [list(r) for r in rows][0] == ['x', 'y', 'value', 'd_x', 'd_y']
+    for row, (x, y) in zip(rows, points):
+        value, grads = evaluate(expr, x=x, y=y)
+        assert float(row['value']) == value
+        assert float(row['d_x']) == grads['x'] and float(row['d_y']) == grads['y']
+
+
+def test_input_columns_are_echoed_in_order(run_cli, tmp_path):
+    path = write(tmp_path, 'p.csv', 'label,x\n"a, quoted",1\nb,2\nc,3\n')
+    out = run_cli('eval', 'x*10', '--points', path)[1]
+    assert out == 'label,x,value\n"a, quoted",1,10.0\nb,2,20.0\nc,3,30.0\n'
+
+
+def test_tsv_in_tsv_out(run_cli, tmp_path):
+    path = write(tmp_path, 'p.tsv', 'x\ty\n1\t2\n')
+    assert run_cli('grad', 'x*y', '--points', path)[1] == 'x\ty\tvalue\td_x\td_y\n1\t2\t2.0\t2.0\t1.0\n'
+
+
+def test_jsonl_in_jsonl_out_with_defaults_and_bindings(run_cli, tmp_path):
+    path = write(tmp_path, 'p.jsonl', '{"x": 1}\n\n{"x": 2, "y": 7}\n')
+    out = run_cli('grad', 'input y = 3\nx*y*z', 'z=10', '--points', path)[1]
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert rows == [{'x': 1, 'y': None, 'value': 30.0, 'd_x': 30.0, 'd_y': 10.0, 'd_z': 3.0},
+                    {'x': 2, 'y': 7, 'value': 140.0, 'd_x': 70.0, 'd_y': 20.0, 'd_z': 14.0}]
+
+
+def test_empty_cells_take_defaults(run_cli, tmp_path):
+    path = write(tmp_path, 'p.csv', 'x,y\n1,\n3,4\n')
+    out = run_cli('eval', 'x*y', 'y=100', '--points', path)[1]
+    assert out == 'x,y,value\n1,,100.0\n3,4,12.0\n'
+
+
+@pytest.mark.parametrize('text, message', [
+    ('x,y\n1,2\n3\n', 'line 3: 1 fields where the header has 2'),
+    ('x,y\n1,2\n\n3,oops\n', "line 4: 'y' is 'oops', not a number"),
+    ('x,y\n1,2\n3,\n', "line 3: no value for 'y'"),
+    ('x\n1\n', "no value for 'y': the points have no such column"),
+    ('x,y,value\n1,2,3\n', "already have a column 'value'"),
+    ('', 'empty'),
+])
+def test_bad_rows_name_their_line_and_print_nothing(run_cli, tmp_path, text, message):
+    path = write(tmp_path, 'p.csv', text)
+    code, out, err = run_cli('grad', 'x*y', '--points', path)
+    assert (code, out) == (2, '') and message in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize('text, message', [
+    ('{"x": 1, "y": 2}\n{"x": "1.5", "y": 2}\n', "line 2: 'x' is '1.5', not a number"),
+    ('{"x": 1, "y": 2}\n[1, 2]\n', 'line 2: expected a JSON object'),
+    ('{"x": 1, "y": 2}\n{"x": 1,\n', 'line 2: not JSON'),
+])
+def test_bad_json_lines(run_cli, tmp_path, text, message):
+    path = write(tmp_path, 'p.jsonl', text)
+    code, out, err = run_cli('grad', 'x*y', '--points', path)
+    assert (code, out) == (2, '') and message in err
+
+
+def test_csv_and_json_round_trip_to_the_same_numbers(run_cli, tmp_path):
+    xs = [0.1, 1 / 3, 2 ** -1074, 1e300, -7.25, 0.0]
+    path = write(tmp_path, 'p.csv', 'x\n' + ''.join(f'{x!r}\n' for x in xs))
+    expr = 'exp(sin(x)) / 3'
+    as_csv = list(csv.DictReader(io.StringIO(run_cli('grad', expr, '--points', path)[1])))
+    as_json = json.loads(run_cli('grad', expr, '--points', path, '--format', 'json')[1])
+    for x, row, obj in zip(xs, as_csv, as_json):
+        value, grads = evaluate(expr, x=x)
+        assert float(row['value']) == value == obj['value']
+        assert float(row['d_x']) == grads['x'] == obj['d_x']
+
+
+def test_non_finite_values_in_rows(run_cli, tmp_path):
+    path = write(tmp_path, 'p.jsonl', '{"x": 0}\n{"x": "inf"}\n{"x": 1}\n')
+    code, out, err = run_cli('grad', 'log(x)', '--points', path)
+    assert [json.loads(line)['value'] for line in out.splitlines()] == ['-inf', 'inf', 0.0]
+    assert err == ('adgrad: warning: x (node 0) is not finite in 1 of 3 rows, '
+                   'the first node where that happens\n')
+    assert run_cli('grad', 'log(x)', '--points', path, '--strict')[0] == 1
+
+
+def test_single_point_row_formats(run_cli):
+    assert run_cli('grad', 'x*y', 'x=2', 'y=3', '--format', 'csv')[1] == \
+        'x,y,value,d_x,d_y\n2.0,3.0,6.0,3.0,2.0\n'
+    assert run_cli('eval', 'x*y', 'x=2', 'y=3', '--format', 'tsv')[1] == 'x\ty\tvalue\n2.0\t3.0\t6.0\n'
+    assert json.loads(run_cli('grad', 'x*y', 'x=2', 'y=3', '--format', 'jsonl')[1]) == \
+        {'x': 2.0, 'y': 3.0, 'value': 6.0, 'd_x': 3.0, 'd_y': 2.0}
+
+
+def _script():
+    found = shutil.which('adgrad', path=os.path.dirname(sys.executable))
+    return [found] if found else [sys.executable, '-m', 'autodiff_cli']
+
+
+def test_broken_pipe_exits_quietly(tmp_path):
+    path = write(tmp_path, 'p.csv', 'x\n' + '\n'.join(str(i) for i in range(200_000)) + '\n')
+    pipeline = subprocess.Popen(_script() + ['grad', 'x^2', '--points', path],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = pipeline.stdout.readline()
+    pipeline.stdout.close()  # the reader goes away, as `| head -1` does
+    pipeline.wait(timeout=60)
+    assert first == b'x,value,d_x\n'
+    assert pipeline.returncode == 0 and pipeline.stderr.read() == b''
+
+
+@pytest.mark.parametrize('shell', ['bash', 'zsh', 'fish'])
+def test_completion_scripts(run_cli, shell):
+    code, out, _ = run_cli('completion', shell)
+    assert code == 0 and 'adgrad' in out and '--points' in out and 'grad' in out
+    if shell == 'bash' and shutil.which('bash'):
+        assert subprocess.run(['bash', '-n'], input=out, text=True).returncode == 0
