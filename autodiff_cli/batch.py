@@ -31,8 +31,12 @@ def _arrays():
         'sin': np.sin, 'cos': np.cos, 'tan': np.tan, 'asin': np.arcsin, 'acos': np.arccos,
         'atan': np.arctan, 'sinh': np.sinh, 'cosh': np.cosh, 'tanh': np.tanh,
         'exp': np.exp, 'log': np.log, 'log2': np.log2, 'log10': np.log10, 'sqrt': np.sqrt,
-        'abs': np.abs, 'sigmoid': sigmoid, 'relu': lambda x: np.maximum(x, 0.0),
-        'min': np.minimum, 'max': np.maximum, 'atan2': np.arctan2,
+        'abs': np.abs, 'sigmoid': sigmoid, 'relu': lambda x: np.where(x < 0, 0.0, x),
+        # As ieee.minimum/maximum: nan wins, and a tie returns the first argument
+        # (so max(-0.0, 0.0) is -0.0, as in torch); np.maximum returns the second.
+        'min': lambda a, b: np.where((a <= b) | np.isnan(a), a, b),
+        'max': lambda a, b: np.where((a >= b) | np.isnan(a), a, b),
+        'atan2': np.arctan2,
         'sign': sign, 'eq': flag(np.equal), 'lt': flag(np.less), 'ge': flag(np.greater_equal),
         'where': lambda c, a, b: np.where(c, a, b),
     }

@@ -94,9 +94,8 @@ def sigmoid(x):
 
 
 def relu(x):
-    if x != x:
-        return nan
-    return x if x > 0 else 0.0
+    # As torch.relu: nan stays nan and -0.0 stays -0.0 (atan2 can tell).
+    return 0.0 if x < 0 else x
 
 
 def maximum(a, b):

@@ -51,7 +51,9 @@ def _min_vjp(k, g, out, a, b):
 def _pow_vjp(k, g, out, a, b):
     d_base = k.where(k.eq(b, 0.0), 0.0, k.mul(g, k.mul(b, k.pow(a, k.sub(b, 1.0)))))
     zero_base = k.mul(k.eq(a, 0.0), k.ge(b, 0.0))
-    d_exponent = k.where(zero_base, 0.0, k.mul(g, k.mul(out, k.log(a))))
+    # Where PyTorch masks matters: inside the product here, so a nan arriving
+    # in g still reaches the exponent; outside it for the base.
+    d_exponent = k.mul(g, k.where(zero_base, 0.0, k.mul(out, k.log(a))))
     return d_base, d_exponent
 
 
@@ -60,8 +62,8 @@ def _atan2_vjp(k, g, out, y, x):
     denominator = k.add(k.mul(y, y), k.mul(x, x))
     reciprocal = k.div(1.0, denominator)
     at_origin = k.eq(denominator, 0.0)
-    return (k.where(at_origin, 0.0, k.mul(k.mul(g, x), reciprocal)),
-            k.where(at_origin, 0.0, k.mul(k.mul(g, k.neg(y)), reciprocal)))
+    return (k.mul(g, k.where(at_origin, 0.0, k.mul(x, reciprocal))),
+            k.mul(g, k.where(at_origin, 0.0, k.mul(k.neg(y), reciprocal))))
 
 
 def _zero(k, g, out, *args):
