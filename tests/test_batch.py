@@ -158,3 +158,14 @@ def test_completion_scripts(run_cli, shell):
     assert code == 0 and 'adgrad' in out and '--points' in out and 'grad' in out
     if shell == 'bash' and shutil.which('bash'):
         assert subprocess.run(['bash', '-n'], input=out, text=True).returncode == 0
+
+
+def test_ctrl_c_exits_130_without_a_traceback():
+    import signal
+    import time
+    waiting = subprocess.Popen(_script() + ['eval', '-', 'x=1'], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(1.5)  # past start-up: now blocked reading the program from stdin
+    waiting.send_signal(signal.SIGINT)
+    _, err = waiting.communicate(timeout=30)
+    assert waiting.returncode == 130 and b'Traceback' not in err
