@@ -39,33 +39,33 @@ def forward(graph, inputs, algebra=NUMBERS):
 def backward(graph, values, output=None, algebra=NUMBERS):
     """∂output/∂node for every node, by the chain rule in reverse tape order.
 
-    Only nodes the output depends on pass gradients on, as in PyTorch: an
-    unused binding whose local derivative is inf must not turn an input's
-    gradient into nan through 0 * inf.
+    Accumulation goes through the algebra too, so an algebra that records
+    instead of computing turns this very loop into a builder of gradient
+    graphs (tests/test_higher_order.py differentiates twice that way).
+
+    A node passes gradients on only once one has reached it, as in PyTorch:
+    a binding the output never uses, whose local derivative is inf, must not
+    turn an input's gradient into nan through 0 * inf. Such nodes get 0.
     """
     output = graph.output if output is None else output
     nodes = graph.nodes
-    grads = [0.0] * len(nodes)
-    live = [False] * len(nodes)
+    grads = [None] * len(nodes)
     grads[output] = 1.0
-    live[output] = True
     rules = {name: row.vjp for name, row in PRIMITIVES.items()}
-    k = algebra
+    k, add = algebra, algebra.add
     for i in range(output, -1, -1):
-        args = nodes[i].args
-        if not args or not live[i]:
+        g, args = grads[i], nodes[i].args
+        if g is None or not args:
             continue
         if len(args) == 1:
             a = args[0]
-            # Not +=: with arrays that would write into a cotangent another node shares.
-            grads[a] = grads[a] + rules[nodes[i].op](k, grads[i], values[i], values[a])[0]
-            live[a] = True
+            cotangent = rules[nodes[i].op](k, g, values[i], values[a])[0]
+            grads[a] = cotangent if grads[a] is None else add(grads[a], cotangent)
         else:
-            cotangents = rules[nodes[i].op](k, grads[i], values[i], *[values[j] for j in args])
+            cotangents = rules[nodes[i].op](k, g, values[i], *[values[j] for j in args])
             for j, cotangent in zip(args, cotangents):
-                grads[j] = grads[j] + cotangent
-                live[j] = True
-    return grads
+                grads[j] = cotangent if grads[j] is None else add(grads[j], cotangent)
+    return [0.0 if g is None else g for g in grads]
 
 
 def first_nonfinite(values):
