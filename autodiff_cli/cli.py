@@ -232,16 +232,32 @@ _EXAMPLES = {
   adgrad grad 'x*y*z' x=2 y=3 z=4 --nodes  # every node, ∂f/∂(x*y) = 4 included
   adgrad grad 'tanh(w*x + b)' w=0.5 x=2 b=-1 --wrt w,b --json
   adgrad grad -f samples/blocks.ad""",
+    'render': """examples:
+  adgrad render 'x*y*z' x=2 y=3 z=4 -o product.svg    # values and gradients
+  adgrad render 'x*y*z' x=2 y=3 z=4 --pass forward -o forward.png
+  adgrad render -f samples/blocks.ad -o blocks.svg       # each block call as a box
+  adgrad render 'x*y*z' x=2 y=3 z=4 --steps steps      # then open steps/index.html
+  adgrad render 'tanh(w*x + b)' --format text            # no values: the structure
+  adgrad render 'x*y*z' x=2 y=3 z=4 -o - --format dot | dot -Tpng > product.png
+
+colours: blue is the forward pass (arrows, values); cyan dashed arrows carry
+gradients backward; green nodes have a known gradient ∂f/∂node (bright green:
+the node a step has just finished). Inputs are ovals, constants grey boxes,
+the output has a double border.""",
 }
 
 
-def _add_common(parser, command):
+def _add_input(parser):
     parser.add_argument('words', nargs='*', metavar='EXPR [NAME=VALUE ...]',
                         help="the expression or program ('-' reads standard input), "
                              'then values for its variables')
     parser.add_argument('-f', '--file', metavar='FILE',
                         help="read the program from FILE ('-' for standard input); "
                              'every positional argument is then a binding')
+
+
+def _add_common(parser, command):
+    _add_input(parser)
     parser.add_argument('--format', choices=FORMATS, default=None,
                         help='output format (default: table on a terminal, plain otherwise; '
                              'with --points, the format of the points file)')
@@ -289,7 +305,46 @@ def build_parser():
     completion.set_defaults(command='completion', run=lambda args, out, warn: _completion(
         top, args.shell, out))
     commands['completion'] = completion
+    commands['render'] = _add_render(sub)
     return top, commands
+
+
+def _add_render(sub):
+    from .render_cli import FORMATS as PICTURE_FORMATS, MAX_NODES, MAX_STEP_NODES, run_render
+    summary = 'draw the computational graph with its values and gradients'
+    parser = sub.add_parser('render', help=summary, description=summary, allow_abbrev=False,
+                            usage='adgrad render [options] (EXPR | -f FILE) [NAME=VALUE ...] '
+                                  '[-o FILE] [--steps DIR]',
+                            epilog=_EXAMPLES['render'],
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_input(parser)
+    parser.add_argument('-o', '--output', metavar='FILE',
+                        help="where to write the picture; '-' is standard output, the default "
+                             'when that is not a terminal')
+    parser.add_argument('--format', choices=PICTURE_FORMATS, default=None,
+                        help="svg, png, pdf, dot (Graphviz's source) or text (a table); "
+                             "default: from FILE's extension, else svg")
+    parser.add_argument('--pass', dest='mode', choices=('forward', 'backward'), default=None,
+                        help='forward: values only; backward: values, gradients and the '
+                             'backward flow (the default when every variable has a value; '
+                             'with none, the structure alone is drawn)')
+    parser.add_argument('--rankdir', choices=('LR', 'TB'), default='LR',
+                        help='lay the graph out left to right (default) or top to bottom')
+    parser.add_argument('--steps', metavar='DIR',
+                        help='also write the backward pass to DIR as numbered SVG frames, one '
+                             'per node, and an index.html that steps through them')
+    parser.add_argument('--max-nodes', type=_positive, metavar='N', default=None,
+                        help=f'refuse to lay out a larger graph (default {MAX_NODES}, and '
+                             f'{MAX_STEP_NODES} with --steps, which lays it out once per node)')
+    parser.add_argument('--traceback', action='store_true', help=argparse.SUPPRESS)
+    parser.set_defaults(command='render', run=run_render)
+    return parser
+
+
+def _positive(text):
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a positive whole number")
+    return int(text)
 
 
 def _completion(top, shell, out):

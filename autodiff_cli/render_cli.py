@@ -1,0 +1,285 @@
+"""`adgrad render`: draw the graph to a file, step frames to a folder, or a table.
+
+The library (render.py, steps.py) builds the pictures; this module decides
+what to draw from the command line, runs Graphviz's `dot`, and writes files.
+Every byte is produced before the first file is touched, and each file is
+written to a temporary name beside it and renamed into place, so a failed
+render leaves no partial file and never damages an existing one.
+"""
+
+import io
+import os
+import re
+import stat
+import tempfile
+
+from .cli import Exit, UsageError, _where, input_values, parse_bindings, read_program
+from .errors import AdgradError
+
+FORMATS = ('svg', 'png', 'pdf', 'dot', 'text')
+EXTENSIONS = {'.svg': 'svg', '.png': 'png', '.pdf': 'pdf', '.dot': 'dot', '.gv': 'dot',
+              '.txt': 'text'}
+LAYOUT_FORMATS = ('svg', 'png', 'pdf')   # the ones that run dot
+# dot takes ~0.1 s at 1,000 nodes, ~0.5 s at 3,000 and 4-7 s at 10,000; past
+# a few thousand nodes a picture is unreadable anyway.
+MAX_NODES = 2000
+# A step series lays the graph out once per node, so its cost grows with the
+# square of the size; past this many nodes it is too long to read anyway.
+MAX_STEP_NODES = 60
+PNG_DPI = '144'   # crisp on slides and high-density screens
+FRAME_FILE = re.compile(r'step-\d{3,}\.svg')
+
+INSTALL_GRAPHVIZ = ("Graphviz's dot program was not found: install Graphviz "
+                    '(apt install graphviz, brew install graphviz, or conda install graphviz), '
+                    'or use --format dot or --format text, which need no dot')
+
+
+# ---- what to draw ----
+
+def run_render(args, out, warn):
+    from .evaluate import backward, first_nonfinite, forward
+    from .lower import lower
+    from .render import render
+
+    fmt, path = _destination(args, out)
+    source, words = read_program(args)
+    graph = lower(source)
+    values_in = input_values(graph, parse_bindings(words), warn)
+    missing = [name for name in graph.inputs if name not in values_in]
+    mode = args.mode
+    if args.steps is not None and mode == 'forward':
+        raise UsageError('--steps draws the backward pass; leave out --pass forward')
+    if mode is None:
+        mode = 'structure' if missing and args.steps is None else 'backward'
+        if missing and len(missing) < len(graph.inputs):
+            warn(f"no value for '{missing[0]}': drawing the structure only "
+                 f'(give every variable a value to see values and gradients)')
+    values = grads = None
+    if mode != 'structure':
+        values = forward(graph, values_in)   # names the missing variable, with a caret
+        bad = first_nonfinite(values)
+        if bad is not None:   # drawn as is; worth a word, as in eval and grad
+            warn(f'{_where(graph, bad)} is {values[bad]!r}, the first non-finite value')
+        if mode == 'backward':
+            grads = backward(graph, values)
+
+    # Lay out and render everything in memory first; write only at the end.
+    size = len(graph.nodes)
+    outputs = []
+    if path is not None:
+        if fmt in LAYOUT_FORMATS or fmt == 'text':
+            _check_size(size, args.max_nodes or MAX_NODES, f'--format {fmt}')
+        if fmt == 'text':
+            data = _text(graph, values, grads, mode, path == '-' and out.isatty())
+        else:
+            picture = render(graph, values, grads, mode=mode, rankdir=args.rankdir)
+            data = _layout(picture.digraph, fmt)
+        outputs.append((path, data))
+    frames = []
+    if args.steps is not None:
+        _check_size(size, args.max_nodes or MAX_STEP_NODES, '--steps')
+        frames = _step_files(graph, values, grads, args.rankdir)
+    for target, data in outputs:
+        if target == '-':
+            _to_stdout(data, fmt, out)
+        else:
+            write_atomic(target, data)
+    if frames:
+        write_folder(args.steps, frames)
+    return Exit.OK
+
+
+def _destination(args, out):
+    """(format, where): where is a path, '-' for stdout, or None for no picture
+    (--steps alone). The format is --format's, else the file's extension's, else SVG."""
+    # main() fills in eval's and grad's default format; render's comes from the file.
+    path, fmt = args.output, (args.format if args.format_given else None)
+    if fmt is None and path not in (None, '-'):
+        extension = os.path.splitext(path)[1].lower()
+        if extension:
+            fmt = EXTENSIONS.get(extension)
+            if fmt is None:
+                known = ' '.join(sorted(EXTENSIONS))
+                raise UsageError(f"cannot tell the format from '{extension}': name the file "
+                                 f'with one of {known}, or give --format')
+    if path is None and fmt is None and args.steps is not None:
+        return 'svg', None
+    fmt = fmt or 'svg'
+    if path is None:
+        if out.isatty() and fmt in LAYOUT_FORMATS:
+            raise UsageError(f'give -o FILE to write the {fmt.upper()} picture '
+                             '(-o - for standard output), or --format text to see it here')
+        path = '-'
+    elif path == '-' and fmt in ('png', 'pdf') and out.isatty():
+        raise UsageError(f'will not write {fmt.upper()} to a terminal: redirect it or give -o FILE')
+    return fmt, path
+
+
+def _check_size(size, limit, what):
+    if size > limit:
+        raise UsageError(
+            f'the graph has {size} nodes, more than the limit of {limit} for {what}: '
+            f'laying it out would be slow and the picture unreadable. Raise the limit '
+            f'with --max-nodes {size}, or write --format dot and lay it out yourself')
+
+
+# ---- running dot ----
+
+def _layout(digraph, fmt):
+    """The picture's bytes: DOT text as is, or what dot makes of it."""
+    import graphviz
+    if fmt == 'dot':
+        return digraph.source.encode('utf-8')
+    if fmt == 'png':
+        digraph = digraph.copy()
+        digraph.attr(dpi=PNG_DPI)
+    try:
+        return digraph.pipe(format=fmt, quiet=True)
+    except graphviz.ExecutableNotFound:
+        raise UsageError(INSTALL_GRAPHVIZ) from None
+    except graphviz.CalledProcessError as error:
+        detail = (error.stderr or b'').decode('utf-8', 'replace').strip().splitlines()
+        raise AdgradError('dot failed' + (f': {detail[0]}' if detail else '')) from None
+
+
+def _step_files(graph, values, grads, rankdir):
+    """{file name: bytes} for every frame of the backward pass, and index.html."""
+    from .steps import frame_name, index_html, step_pictures
+    pictures = step_pictures(graph, values, grads, rankdir=rankdir)
+    files = {}
+    names = [frame_name(k, len(pictures)) for k in range(len(pictures))]
+    for name, (step, picture) in zip(names, pictures):
+        files[name] = _layout(picture.digraph, 'svg')
+    captions = [step.caption for step, _ in pictures]
+    files['index.html'] = index_html(graph.text(graph.output, 60), names, captions).encode('utf-8')
+    return files
+
+
+# ---- text ----
+
+def _text(graph, values, grads, mode, terminal):
+    """A rich table of the nodes, then the chain rule one node at a time, as bytes:
+    coloured and as wide as the terminal if `terminal`, else plain and 120 wide."""
+    import shutil
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from .render import number, scene
+    from .steps import steps
+
+    drawn = scene(graph, values, grads)
+    table = Table(title=f'{drawn.f} = {graph.text(graph.output, 60)}', title_justify='left')
+    has_blocks = bool(drawn.blocks)
+    for column in ('node', 'kind', 'is', 'expression', 'block', 'inputs'):
+        if column != 'block' or has_blocks:
+            table.add_column(column)
+    if mode != 'structure':
+        table.add_column('value', justify='right', style='blue')
+    if mode == 'backward':
+        table.add_column(f'∂{drawn.f}/∂node', justify='right', style='green')
+    args = [[] for _ in drawn.items]
+    for link in drawn.links:
+        args[link.dst].append(f'n{link.src}')
+    for item in drawn.items:
+        row = [f'n{item.id}', item.kind, item.title, item.expr or '']
+        row += [item.block or ''] if has_blocks else []
+        row.append(', '.join(args[item.id]))
+        if mode != 'structure':
+            row.append(number(item.value))
+        if mode == 'backward':
+            row.append(number(item.grad) if item.live else '0 (unused)')
+        table.add_row(*row)
+    buffer = io.StringIO()
+    width = shutil.get_terminal_size().columns if terminal else 120
+    console = Console(file=buffer, force_terminal=terminal, no_color=not terminal,
+                      width=width, highlight=False)
+    console.print(table)
+    if mode == 'backward':
+        console.print('\nbackward pass, one node at a time:')
+        for k, step in enumerate(steps(graph, values, grads), 1):
+            console.print(f'{k:>4}. {step.caption}', soft_wrap=True)
+    return buffer.getvalue().encode('utf-8')
+
+
+# ---- writing ----
+
+def _to_stdout(data, fmt, out):
+    buffer = getattr(out, 'buffer', None)
+    if buffer is not None:
+        out.flush()
+        buffer.write(data)
+        buffer.flush()
+    else:
+        out.write(data.decode('utf-8', 'replace'))
+
+
+def _cannot(path, why):
+    return UsageError(f'cannot write {path}: {why}')
+
+
+def write_atomic(path, data):
+    """Write bytes to path through a temporary file beside it and a rename."""
+    target = os.path.realpath(path) if os.path.islink(path) else path
+    if os.path.isdir(target):
+        raise _cannot(path, 'it is a directory')
+    folder = os.path.dirname(target) or '.'
+    if not os.path.isdir(folder):
+        raise _cannot(path, f"there is no directory '{folder}'")
+    try:
+        info = os.stat(target)
+    except FileNotFoundError:
+        info = None
+    except OSError as error:
+        raise _cannot(path, error.strerror.lower()) from None
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        # A device or a pipe (-o /dev/null) is written to, never replaced.
+        try:
+            with open(target, 'wb') as f:
+                f.write(data)
+        except OSError as error:
+            raise _cannot(path, error.strerror.lower()) from None
+        return
+    if info is not None and not os.access(target, os.W_OK):
+        raise _cannot(path, 'permission denied')
+    try:
+        fd, temporary = tempfile.mkstemp(dir=folder, prefix=f'.{os.path.basename(target)}.',
+                                         suffix='.tmp')
+    except OSError as error:
+        raise _cannot(path, error.strerror.lower()) from None
+    try:
+        with os.fdopen(fd, 'wb') as f:
+            f.write(data)
+        # mkstemp makes the file private; give it the mode a new file would
+        # get, or keep the mode of the file it replaces.
+        os.chmod(temporary, stat.S_IMODE(info.st_mode) if info else 0o666 & ~_umask())
+        os.replace(temporary, target)
+    except BaseException as error:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        if isinstance(error, OSError):
+            raise _cannot(path, (error.strerror or str(error)).lower()) from None
+        raise
+
+
+def _umask():
+    mask = os.umask(0o22)
+    os.umask(mask)
+    return mask
+
+
+def write_folder(folder, files):
+    """Write {name: bytes} into folder, index.html last; drop frames left from a longer series."""
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        raise _cannot(folder, 'it is not a directory')
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as error:
+        raise _cannot(folder, (error.strerror or str(error)).lower()) from None
+    for name in sorted(files, key=lambda n: n == 'index.html'):
+        write_atomic(os.path.join(folder, name), files[name])
+    for name in sorted(os.listdir(folder)):
+        if FRAME_FILE.fullmatch(name) and name not in files:
+            os.unlink(os.path.join(folder, name))
