@@ -1,0 +1,450 @@
+"""Measure adgrad's speed and memory, and rewrite BENCHMARKS.md.
+
+    python benchmarks/run.py                    # every figure (a few minutes)
+    python benchmarks/run.py --quick -o FILE    # tiny sizes: checks that the harness runs
+
+Whole-process figures run the installed `adgrad` (the script beside this
+interpreter, else on PATH, else `python -m autodiff_cli`) as a subprocess,
+with stdout a file, as in a shell pipeline; each is the median of several
+runs, and peak memory is the child's maximum resident set size. Every
+comparison is measured side by side in the same run and reported as a
+ratio. In-process figures run benchmarks/child.py in a fresh interpreter.
+These are measurements, not tests: nothing here fails on a slow machine.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+import workloads  # noqa: E402
+
+# Sizes of the full run, and of --quick (which only shows the harness works).
+FULL = dict(startup_runs=31, runs=5, large_terms=100_000, large_depth=100_000, chain_depth=10_000,
+            torch_ops=100_000, linear_small=10_000, linear_large=100_000,
+            linear_reps=5, memory_tokens=1_000_000, memory_runs=3, batch_rows=1_000_000)
+QUICK = dict(startup_runs=3, runs=1, large_terms=500, large_depth=1000, chain_depth=100,
+             torch_ops=1000, linear_small=100, linear_large=1000,
+             linear_reps=1, memory_tokens=10_000, memory_runs=1, batch_rows=1000)
+
+FIGURES = ('startup', 'large', 'torch', 'linearity', 'gradient', 'batch', 'memory')
+
+
+class Figure:
+    """One row of the table, and how it was measured."""
+
+    def __init__(self, name, measured, target, status, how):
+        self.name, self.measured, self.target, self.status, self.how = (
+            name, measured, target, status, how)
+
+
+def adgrad_command():
+    script = Path(sys.executable).with_name('adgrad')
+    if script.exists():
+        return [str(script)]
+    found = shutil.which('adgrad')
+    return [found] if found else [sys.executable, '-m', 'autodiff_cli']
+
+
+def shell(command):
+    """A command list as one would type it."""
+    import shlex
+    return ' '.join(shlex.quote(part) for part in command)
+
+
+def run_process(command, stdout_path=os.devnull, stdin_path=None):
+    """(wall seconds, peak resident memory in MB, exit code) of one child process."""
+    with open(stdout_path, 'wb') as out, \
+            open(stdin_path or os.devnull, 'rb') as stdin, \
+            tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        child = subprocess.Popen(command, stdin=stdin, stdout=out, stderr=err)
+        # wait4 gives this child's own rusage (RUSAGE_CHILDREN would be the
+        # maximum over every child so far).
+        _, status, usage = os.wait4(child.pid, 0)
+        seconds = time.perf_counter() - start
+        child.returncode = os.waitstatus_to_exitcode(status)
+        if child.returncode != 0:
+            err.seek(0)
+            raise RuntimeError(f'{shell(command)} exited {child.returncode}: '
+                               f'{err.read().decode(errors="replace")[-500:]}')
+    kb = usage.ru_maxrss / (1024 if sys.platform == 'darwin' else 1)  # bytes on macOS
+    return seconds, kb / 1024, child.returncode
+
+
+def run_child(*args):
+    """The JSON printed by benchmarks/child.py ARGS."""
+    out = subprocess.run([sys.executable, str(HERE / 'child.py'), *map(str, args)],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr.strip().splitlines()[-1] if out.stderr.strip()
+                           else f'child.py {args[0]} exited {out.returncode}')
+    return json.loads(out.stdout)
+
+
+def median(xs):
+    return statistics.median(xs)
+
+
+def seconds(x):
+    if x < 0.01:
+        return f'{x * 1000:.2f} ms'
+    return f'{x * 1000:.0f} ms' if x < 1 else f'{x:.2f} s'
+
+
+def cell(text):
+    return text.replace('|', '\\|')  # a table cell cannot hold a bare pipe
+
+
+def verdict(ok):
+    return 'pass' if ok else 'miss'
+
+
+class Bench:
+    def __init__(self, sizes, workdir, log):
+        self.sizes = sizes
+        self.dir = Path(workdir)
+        self.adgrad = adgrad_command()
+        self.log = log
+        self.cache = {}
+
+    def file(self, name, size):
+        path = self.dir / f'{name}-{size}.ad'
+        if not path.exists():
+            path.write_text(workloads.WORKLOADS[name](size), encoding='utf-8')
+        return path
+
+    def reproduce(self, name, size):
+        return f'python benchmarks/workloads.py {name} {size} > {name}-{size}.ad'
+
+    def grad_file(self, name, size, runs):
+        """Median seconds, peak MB and output of `adgrad grad -f FILE`, memoised."""
+        key = (name, size)
+        if key not in self.cache:
+            path = self.file(name, size)
+            out = self.dir / 'out.txt'
+            command = self.adgrad + ['grad', '-f', str(path)]
+            times, peaks = [], []
+            for _ in range(runs):
+                t, peak, _ = run_process(command, out)
+                times.append(t)
+                peaks.append(peak)
+            lines = dict(line.split('\t', 1) for line in out.read_text().splitlines())
+            self.cache[key] = (median(times), max(peaks), lines, times)
+            self.log(f'  grad {name} {size}: {seconds(median(times))}, {max(peaks):.0f} MB')
+        return self.cache[key]
+
+    # ---- the figures ----
+
+    def startup(self):
+        runs = self.sizes['startup_runs']
+        python = [sys.executable, '-c', 'pass']
+        adgrad = self.adgrad + ['eval', 'x*y*z', 'x=2', 'y=3', 'z=4']
+        out = self.dir / 'startup.txt'
+        run_process(python)
+        run_process(adgrad, out)  # warm the file cache and bytecode
+        if out.read_text().strip() != '24.0':
+            raise RuntimeError(f'adgrad eval printed {out.read_text()!r}')
+        a, b = [], []
+        for _ in range(runs):  # interleaved, so drift in machine load hits both
+            a.append(run_process(python)[0])
+            b.append(run_process(adgrad, out)[0])
+        ratio = median(b) / median(a)
+        return [Figure(
+            "start-up: `adgrad eval 'x*y*z' x=2 y=3 z=4 | cat` ÷ `python -c pass`",
+            f'{ratio:.1f}× ({seconds(median(b))} ÷ {seconds(median(a))})', '≤ 5×',
+            verdict(ratio <= 5),
+            f'`{shell(adgrad)} | cat` against `{shell(python)}`, {runs} runs each, '
+            f'interleaved; medians {median(b) * 1000:.1f} ms and {median(a) * 1000:.1f} ms.')]
+
+    def large(self):
+        s = self.sizes
+        rows = []
+        for name, size, label in (
+                ('sum_of_products', s['large_terms'], f'{s["large_terms"]:,}-term sum of products'),
+                ('nesting', s['large_depth'], f'{s["large_depth"]:,}-deep nesting of unary functions'),
+                ('block_chain', s['chain_depth'], f'{s["chain_depth"]:,}-deep chain of a block')):
+            t, peak, _, times = self.grad_file(name, size, s['runs'])
+            rows.append(Figure(
+                f'large graph, whole `adgrad grad` process: {label}',
+                f'{seconds(t)}, peak {peak:.0f} MB', '≤ 2 s', verdict(t <= 2),
+                f'`{self.reproduce(name, size)}; adgrad grad -f {name}-{size}.ad`: '
+                f'{workloads.operations(name, size):,} operations, '
+                f'{workloads.tokens(name, size):,} tokens; median of '
+                f'{", ".join(f"{x:.2f}" for x in times)} s.'))
+        return rows
+
+    def torch(self):
+        s = self.sizes
+        ops = s['torch_ops']
+        check = subprocess.run([sys.executable, '-c', 'import torch'], capture_output=True)
+        if check.returncode != 0:
+            return [Figure('against PyTorch on the same 10^5-op graph', 'skipped: torch is not '
+                           f'installed for {sys.executable}', '≤ 1.0', 'n/a',
+                           'Install it (`pip install torch==2.13.0`) to measure this figure.')]
+        rows = []
+        for name, size in (('nesting', ops), ('sum_of_products', (ops + 1) // 2)):
+            path = self.file(name, size)
+            out = self.dir / 'out.txt'
+            command = self.adgrad + ['grad', '-f', str(path)]
+            ours, theirs = [], []
+            for _ in range(s['runs']):  # alternating, so drift in machine load hits both
+                ours.append(run_process(command, out)[0])
+                result = run_child('torch', name, size, 1)
+                theirs.append(result['seconds'][0])
+            t, torch_t = median(ours), median(theirs)
+            ratio = t / torch_t
+            value = float(dict(line.split('\t', 1) for line in out.read_text().splitlines())['value'])
+            agree = abs(value - result['value']) <= 1e-9 * max(1.0, abs(value))
+            ops_text = f'{workloads.operations(name, size):,}-op {name.replace("_", " ")}'
+            rows.append(Figure(
+                f'against PyTorch {result["torch"]}: `adgrad grad` whole process ÷ torch build + '
+                f'backward, {ops_text}',
+                f'{ratio:.2f} ({seconds(t)} ÷ {seconds(torch_t)})', '≤ 1.0', verdict(ratio <= 1),
+                f'`adgrad grad -f {name}-{size}.ad` against torch: float64 scalar tensors, the '
+                'same operations built in a Python loop then `.backward()`, timed in-process '
+                'after a warm-up, import excluded (`python benchmarks/child.py torch '
+                f'{name} {size} 1`); {len(ours)} runs each, alternating; medians of '
+                f'{", ".join(f"{x:.2f}" for x in ours)} s and '
+                f'{", ".join(f"{x:.2f}" for x in theirs)} s; values '
+                f'{"agree" if agree else "DIFFER"} ({value!r} and {result["value"]!r}).'))
+        return rows
+
+    def phases(self, name, size):
+        key = ('phases', name, size)
+        if key not in self.cache:
+            self.cache[key] = run_child('phases', self.file(name, size), self.sizes['linear_reps'])
+        return self.cache[key]
+
+    def linearity(self):
+        s = self.sizes
+        rows = []
+        for name in ('nesting', 'sum_of_products'):
+            sizes = [s['linear_small'], s['linear_large']]
+            if name == 'sum_of_products':
+                sizes = [(n + 1) // 2 for n in sizes]  # terms for 10^4 and 10^5 operations
+            totals = []
+            for size in sizes:
+                p = self.phases(name, size)
+                totals.append(min(a + b + c for a, b, c in
+                                  zip(p['lower'], p['forward'], p['backward'])))
+            ratio = totals[1] / totals[0]
+            small, large = (workloads.operations(name, n) for n in sizes)
+            rows.append(Figure(
+                f'linearity: time at {large:,} ÷ at {small:,} ops, {name.replace("_", " ")}',
+                f'{ratio:.1f} ({seconds(totals[1])} ÷ {seconds(totals[0])})', '≤ 12',
+                verdict(ratio <= 12),
+                'in-process parse + lower + forward + backward (`lower`, `forward`, `backward` '
+                f'from the library; `python benchmarks/child.py phases FILE {s["linear_reps"]}`), '
+                'the best of the repetitions (noise only adds time), each size in a fresh '
+                'interpreter.'))
+        return rows
+
+    def gradient(self):
+        s = self.sizes
+        rows = []
+        for name, size in (('sum_of_products', s['large_terms']), ('nesting', s['large_depth'])):
+            p = self.phases(name, size)
+            f, b = min(p['forward']), min(p['backward'])
+            rows.append(Figure(
+                f'cheap gradient: backward ÷ forward, in-process, '
+                f'{workloads.operations(name, size):,}-op {name.replace("_", " ")}',
+                f'{b / f:.2f} ({seconds(b)} ÷ {seconds(f)})', '≤ 3', verdict(b / f <= 3),
+                f'`forward(graph, inputs)` and `backward(graph, values)` on the same graph '
+                f'(`python benchmarks/child.py phases FILE {s["linear_reps"]}`), best of the '
+                'repetitions.'))
+        return rows
+
+    def memory(self):
+        s = self.sizes
+        terms = (s['memory_tokens'] + 1) // 4
+        t, peak, _, times = self.grad_file('sum_of_products', terms, s['memory_runs'])
+        return [Figure(
+            f'memory: an expression of {workloads.tokens("sum_of_products", terms):,} tokens, '
+            'parse + grad, whole process',
+            f'peak {peak:.0f} MB ({seconds(t)})', '≤ 1.5 GB', verdict(peak <= 1536),
+            f'`{self.reproduce("sum_of_products", terms)}; adgrad grad -f '
+            f'sum_of_products-{terms}.ad`: the largest maximum resident set size of '
+            f'{len(times)} run(s).')]
+
+    # ---- batches: measured once `adgrad grad --points` exists ----
+
+    def batch(self):
+        rows_n = self.sizes['batch_rows']
+        logistic = ROOT / 'samples' / 'logistic.ad'
+        help_text = subprocess.run(self.adgrad + ['grad', '--help'], capture_output=True,
+                                   text=True).stdout
+        if '--points' not in help_text or not logistic.exists():
+            reason = 'not yet available: `adgrad grad --points` does not exist yet'
+            return [Figure(f'batch: gradient of samples/logistic.ad at {rows_n:,} points, '
+                           'compute core ÷ hand-written NumPy', reason, '≤ 2×', 'n/a',
+                           'Measured by `Bench.batch_core` once --points exists.'),
+                    Figure(f'batch: CSV in to CSV out, {rows_n:,} rows, whole process', reason,
+                           '≤ 5 s', 'n/a', 'Measured by `Bench.batch_csv` once --points exists.')]
+        return [self.batch_core(logistic, rows_n), self.batch_csv(logistic, rows_n)]
+
+    def batch_core(self, logistic, rows_n):
+        name = (f'batch: gradient of samples/logistic.ad at {rows_n:,} points, '
+                'compute core ÷ hand-written NumPy')
+        reps = 3
+        ours_s, theirs_s = [], []
+        try:
+            for _ in range(self.sizes['runs']):  # alternating, as for PyTorch
+                ours = run_child('batch-logistic', logistic, rows_n, reps)
+                theirs = run_child('numpy-logistic', rows_n, reps)
+                ours_s += ours['seconds']
+                theirs_s += theirs['seconds']
+        except RuntimeError as error:
+            return Figure(name, f'not available: {error}', '≤ 2×', 'n/a', '')
+        a, b = min(ours_s), min(theirs_s)
+        agree = all(abs(ours['gradient'][k] - v) <= 1e-6 * max(1.0, abs(v))
+                    for k, v in theirs['gradient'].items())
+        return Figure(name, f'{a / b:.2f}× ({seconds(a)} ÷ {seconds(b)})', '≤ 2×',
+                      verdict(a / b <= 2),
+                      f'`python benchmarks/child.py batch-logistic samples/logistic.ad {rows_n} '
+                      f'{reps}` against `python benchmarks/child.py numpy-logistic {rows_n} {reps}`, '
+                      f'{self.sizes["runs"]} times each, alternating: every input\'s gradient at '
+                      'every point, arrays in memory, best of the repetitions; sums '
+                      f'of the gradients {"agree" if agree else "DIFFER"}.')
+
+    def batch_csv(self, logistic, rows_n):
+        import random
+        rng = random.Random(5)
+        path = self.dir / f'logistic-{rows_n}.csv'
+        with open(path, 'w') as f:
+            f.write('x1,x2,y\n')
+            for _ in range(rows_n):
+                f.write(f'{rng.gauss(0, 1)!r},{rng.gauss(0, 1)!r},{rng.randint(0, 1)}\n')
+        command = self.adgrad + ['grad', '-f', str(logistic), '--points', str(path)]
+        try:
+            times, peaks = [], []
+            for _ in range(self.sizes['runs']):
+                t, peak, _ = run_process(command, self.dir / 'points-out.csv')
+                times.append(t)
+                peaks.append(peak)
+        except RuntimeError as error:
+            return Figure(f'batch: CSV in to CSV out, {rows_n:,} rows, whole process',
+                          f'not available: {error}', '≤ 5 s', 'n/a', '')
+        t = median(times)
+        return Figure(f'batch: CSV in to CSV out, {rows_n:,} rows, whole process',
+                      f'{seconds(t)}, peak {max(peaks):.0f} MB', '≤ 5 s', verdict(t <= 5),
+                      f'`adgrad grad -f samples/logistic.ad --points logistic-{rows_n}.csv > '
+                      f'out.csv` (columns x1, x2, y; random, seeded); median of '
+                      f'{", ".join(f"{x:.2f}" for x in times)} s.')
+
+
+# ---- the report ----
+
+def machine():
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open('/proc/cpuinfo') as f:
+            cpu = next(line.split(':', 1)[1].strip() for line in f if line.startswith('model name'))
+    except (OSError, StopIteration):
+        pass
+    nproc = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count()
+    return nproc, cpu
+
+
+def versions():
+    found = {}
+    for module in ('autodiff_cli', 'lark', 'numpy', 'torch'):
+        out = subprocess.run([sys.executable, '-c', f'import {module}; print({module}.__version__)'],
+                             capture_output=True, text=True)
+        found[module] = out.stdout.strip() if out.returncode == 0 else 'not installed'
+    return found
+
+
+def git_state():
+    try:
+        head = subprocess.run(['git', '-C', str(ROOT), 'rev-parse', '--short', 'HEAD'],
+                              capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(['git', '-C', str(ROOT), 'status', '--porcelain', '--',
+                                'autodiff_cli', 'grammar'],
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return 'not a git checkout'
+    return f'commit {head}' + (' with uncommitted changes to the package' if dirty else '')
+
+
+def report(figures, command, started, load, quick, adgrad):
+    nproc, cpu = machine()
+    v = versions()
+    lines = ['# Benchmarks', '',
+             'Written by the benchmark harness; do not edit by hand. Rerun with the command '
+             'below (see "Benchmarks" in the README).', '']
+    if quick:
+        lines += ['**Quick mode: tiny sizes that only show the harness runs. These are not the '
+                  'figures of the targets.**', '']
+    lines += [
+        f'- command: `{command}`',
+        f'- date: {started:%Y-%m-%d %H:%M} UTC',
+        f'- machine: nproc {nproc}, {cpu}, {platform.system()} {platform.release()}; '
+        f'load average {load[0]:.2f} at the start, {os.getloadavg()[0]:.2f} at the end',
+        f'- Python {platform.python_version()} ({sys.executable})',
+        f'- adgrad {v["autodiff_cli"]} ({git_state()}), run as `{shell(adgrad)}`; '
+        f'Lark {v["lark"]}, NumPy {v["numpy"]}, PyTorch {v["torch"]}',
+        '', '| figure | measured | target | result |', '|---|---|---|---|']
+    for f in figures:
+        lines.append(f'| {cell(f.name)} | {cell(f.measured)} | {f.target} | {f.status} |')
+    lines += ['', '## How each figure was measured', '']
+    for f in figures:
+        if f.how:
+            lines.append(f'- **{f.name}**: {f.how}')
+    misses = [f for f in figures if f.status == 'miss']
+    lines += ['', f'{len(figures) - len(misses)} of {len(figures)} figures meet their target'
+              + (f'; missed: {"; ".join(f.name for f in misses)}.' if misses else '.'), '']
+    return '\n'.join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--quick', action='store_true',
+                        help='tiny sizes and single runs: checks the harness, measures nothing')
+    parser.add_argument('-o', '--output', default=str(ROOT / 'BENCHMARKS.md'),
+                        help='where to write the report (default: BENCHMARKS.md)')
+    parser.add_argument('--only', default=','.join(FIGURES),
+                        help=f'comma-separated figures to run, of {",".join(FIGURES)}')
+    args = parser.parse_args(argv)
+    only = [name.strip() for name in args.only.split(',') if name.strip()]
+    unknown = set(only) - set(FIGURES)
+    if unknown:
+        parser.error(f'unknown figures: {", ".join(sorted(unknown))}')
+
+    command = 'python benchmarks/run.py' + ''.join(f' {shell([a])}' for a in (argv or sys.argv[1:]))
+    started = datetime.datetime.now(datetime.timezone.utc)
+    load = os.getloadavg()
+
+    def log(message):
+        print(message, file=sys.stderr, flush=True)
+
+    figures = []
+    with tempfile.TemporaryDirectory(prefix='adgrad-bench-') as workdir:
+        bench = Bench(QUICK if args.quick else FULL, workdir, log)
+        for name in FIGURES:
+            if name in only:
+                log(f'{name} ...')
+                rows = getattr(bench, name)()
+                for row in rows:
+                    log(f'  {row.measured} [{row.status}]')
+                figures += rows
+        text = report(figures, command, started, load, args.quick, bench.adgrad)
+    Path(args.output).write_text(text, encoding='utf-8')
+    log(f'wrote {args.output}')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,87 @@
+"""The programs the benchmarks run, generated, and the same graphs in PyTorch.
+
+Each workload is a function of its size that returns adgrad program text;
+`python benchmarks/workloads.py NAME SIZE > FILE` writes one, so any figure
+in BENCHMARKS.md can be reproduced by hand with `adgrad grad -f FILE`.
+"""
+
+import sys
+
+VARIABLES = [f'x{i}' for i in range(10)]
+FUNCTIONS = ('sin', 'cos', 'tanh', 'sigmoid')  # bounded, so values stay finite at any depth
+
+
+def _inputs(names):
+    return 'input ' + ', '.join(f'{name} = {0.1 * (i + 1):.1f}' for i, name in enumerate(names))
+
+
+def _pair(i):
+    return VARIABLES[i % 10], VARIABLES[(3 * i + 1) % 10]
+
+
+def sum_of_products(terms):
+    """x0*x1 + x1*x4 + ... : `terms` products of two of ten inputs.
+
+    2*terms - 1 operations; 4*terms - 1 tokens in the expression.
+    """
+    products = ' + '.join('*'.join(_pair(i)) for i in range(terms))
+    return f'{_inputs(VARIABLES)}\n{products}\n'
+
+
+def nesting(depth):
+    """sin(cos(tanh(sigmoid(sin(... x ...))))): `depth` unary operations."""
+    calls = ''.join(f'{FUNCTIONS[i % 4]}(' for i in range(depth))
+    return f'input x = 0.5\n{calls}x{")" * depth}\n'
+
+
+def block_chain(depth):
+    """f(f(...f(x)...)) with f(y) = tanh(0.9*y + 0.1): `depth` inlined blocks,
+    3 operations each."""
+    return f'input x = 0.5\nf(y) = tanh(0.9*y + 0.1)\n{"f(" * depth}x{")" * depth}\n'
+
+
+WORKLOADS = {'sum_of_products': sum_of_products, 'nesting': nesting, 'block_chain': block_chain}
+
+
+def operations(name, size):
+    """How many operation nodes the workload's graph has."""
+    return {'sum_of_products': 2 * size - 1, 'nesting': size, 'block_chain': 3 * size}[name]
+
+
+def tokens(name, size):
+    """How many tokens its expression has (the `input` line aside)."""
+    return {'sum_of_products': 4 * size - 1, 'nesting': 3 * size + 1,
+            'block_chain': 3 * size + 1}[name]
+
+
+# ---- the same graphs, built by PyTorch's scalar autograd ----
+
+def torch_graph(name, size, torch):
+    """Build the workload's graph in float64 torch scalars; return (output, inputs)."""
+    def leaf(value):
+        return torch.tensor(value, dtype=torch.float64, requires_grad=True)
+
+    if name == 'sum_of_products':
+        xs = [leaf(0.1 * (i + 1)) for i in range(10)]
+        index = {n: i for i, n in enumerate(VARIABLES)}
+        a, b = _pair(0)
+        out = xs[index[a]] * xs[index[b]]
+        for i in range(1, size):
+            a, b = _pair(i)
+            out = out + xs[index[a]] * xs[index[b]]
+        return out, xs
+    if name == 'nesting':
+        functions = {'sin': torch.sin, 'cos': torch.cos, 'tanh': torch.tanh,
+                     'sigmoid': torch.sigmoid}
+        x = leaf(0.5)
+        out = x
+        for i in reversed(range(size)):  # innermost call first
+            out = functions[FUNCTIONS[i % 4]](out)
+        return out, [x]
+    raise ValueError(f'no torch form of {name}')
+
+
+if __name__ == '__main__':
+    if len(sys.argv) != 3 or sys.argv[1] not in WORKLOADS:
+        sys.exit(f'usage: {sys.argv[0]} {"|".join(WORKLOADS)} SIZE > FILE')
+    sys.stdout.write(WORKLOADS[sys.argv[1]](int(sys.argv[2])))
