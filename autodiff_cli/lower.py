@@ -8,10 +8,11 @@ argument nodes, and every node it makes records the block instance.
 
 from .errors import AdgradError
 from .graph import Graph, Node
-from .parse import did_you_mean, parse
+from .parse import did_you_mean, parse, without_cycle_collection
 from .primitives import CONSTANTS, FUNCTIONS
 
 
+@without_cycle_collection
 def lower(source):
     """Parse and lower a program into a Graph."""
     return _Lowering(source).program(parse(source))

@@ -18,6 +18,8 @@ and statements ('bind', name_token, expr), ('block', name_token, params,
 body), ('inputs', [(name_token, expr), ...]) or a bare expression.
 """
 
+import functools
+import gc
 import json
 import os
 import re
@@ -328,6 +330,26 @@ def _parser():
     return _PARSER
 
 
+def without_cycle_collection(function):
+    """Run `function` with Python's cyclic garbage collector paused.
+
+    Syntax trees and tapes hold no reference cycles, so reference counting
+    frees them; while they grow, the collector only re-scans them, again and
+    again: half the time of parsing and lowering 10^6 tokens.
+    """
+    @functools.wraps(function)
+    def paused(*args, **kwargs):
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            if enabled:
+                gc.enable()
+    return paused
+
+
+@without_cycle_collection
 def parse(text):
     """Parse a program; raise AdgradError pointing at the first bad token."""
     parser = _parser()

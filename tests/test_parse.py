@@ -149,3 +149,16 @@ def test_an_unwritable_cache_still_parses(tmp_path, monkeypatch):
     blocker.write_text('not a directory')
     monkeypatch.setenv('XDG_CACHE_HOME', str(blocker))
     assert load_table()['grammar'] == grammar_text()
+
+
+def test_parsing_pauses_the_cycle_collector_and_restores_it():
+    import gc
+    assert gc.isenabled()
+    parse('x')
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        parse('x')
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
