@@ -358,6 +358,16 @@ def machine():
     return nproc, cpu
 
 
+def reference_loop():
+    """Milliseconds for a fixed pure-Python loop in a fresh interpreter: how fast
+    this machine runs Python right now, to compare reports from different runs."""
+    code = ('import time; t = time.perf_counter(); sum(range(10**7)); '
+            'print(time.perf_counter() - t)')
+    runs = [float(subprocess.run([sys.executable, '-c', code], capture_output=True,
+                                 text=True, check=True).stdout) for _ in range(3)]
+    return min(runs) * 1000
+
+
 def versions():
     found = {}
     for module in ('autodiff_cli', 'lark', 'numpy', 'torch'):
@@ -379,7 +389,7 @@ def git_state():
     return f'commit {head}' + (' with uncommitted changes to the package' if dirty else '')
 
 
-def report(figures, command, started, load, quick, adgrad):
+def report(figures, command, started, load, reference, quick, adgrad):
     nproc, cpu = machine()
     v = versions()
     lines = ['# Benchmarks', '',
@@ -392,7 +402,9 @@ def report(figures, command, started, load, quick, adgrad):
         f'- command: `{command}`',
         f'- date: {started:%Y-%m-%d %H:%M} UTC',
         f'- machine: nproc {nproc}, {cpu}, {platform.system()} {platform.release()}; '
-        f'load average {load[0]:.2f} at the start, {os.getloadavg()[0]:.2f} at the end',
+        f'load average {load[0]:.2f} at the start, {os.getloadavg()[0]:.2f} at the end; '
+        f'`sum(range(10**7))` took {reference[0]:.0f} ms at the start, '
+        f'{reference_loop():.0f} ms at the end',
         f'- Python {platform.python_version()} ({sys.executable})',
         f'- adgrad {v["autodiff_cli"]} ({git_state()}), run as `{shell(adgrad)}`; '
         f'Lark {v["lark"]}, NumPy {v["numpy"]}, PyTorch {v["torch"]}',
@@ -426,6 +438,7 @@ def main(argv=None):
     command = 'python benchmarks/run.py' + ''.join(f' {shell([a])}' for a in (argv or sys.argv[1:]))
     started = datetime.datetime.now(datetime.timezone.utc)
     load = os.getloadavg()
+    reference = (reference_loop(),)
 
     def log(message):
         print(message, file=sys.stderr, flush=True)
@@ -440,7 +453,7 @@ def main(argv=None):
                 for row in rows:
                     log(f'  {row.measured} [{row.status}]')
                 figures += rows
-        text = report(figures, command, started, load, args.quick, bench.adgrad)
+        text = report(figures, command, started, load, reference, args.quick, bench.adgrad)
     Path(args.output).write_text(text, encoding='utf-8')
     log(f'wrote {args.output}')
     return 0
