@@ -241,13 +241,13 @@ class _Parser:
         depth = 0  # of parentheses: a new line inside them is white space
         for match in self.lexer.finditer(text):
             index = match.lastindex
-            if index is None:  # the empty match at the end of the text
+            kind = kinds.get(index)
+            if kind is None:  # no terminal: only ignored text was left, or nothing
                 kind = '$END'
                 token = (kind, len(text), len(text), '')
             elif index == unexpected:
                 raise _Unexpected(None, match.start(index))
             else:
-                kind = kinds[index]
                 start, end = match.span(index)
                 token = (kind, start, end, text[start:end])
                 # NewlinesInParentheses.process, inline.
