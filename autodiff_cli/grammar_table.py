@@ -16,6 +16,7 @@ the grammar, regenerate it with:
 
 import json
 import os
+import re
 
 # Bump when the layout of the data below changes, so stale caches are ignored.
 FORMAT = 1
@@ -52,9 +53,9 @@ def build(grammar):
         raise ValueError('terminal flags are not supported by parse.py')
     strings = {t.name: t.pattern.value for t in terminals if t.pattern.type == 'str'}
     # A string that a regular terminal also matches (the keyword `input` is a
-    # NAME too) is lexed as the regular terminal and becomes the keyword only
-    # where the parser can take the keyword, as Lark's contextual lexer does.
-    import re
+    # NAME too) is lexed as the regular terminal, and parse.py makes it the
+    # keyword where the parser takes the keyword or no name, as Lark's
+    # contextual lexer does.
     keywords = {}
     for regular in terminals:
         for keyword in terminals:
