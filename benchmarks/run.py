@@ -51,6 +51,11 @@ class Figure:
 
 
 def adgrad_command():
+    import importlib.util
+    if importlib.util.find_spec('autodiff_cli') is None:
+        # Not installed: let every child (adgrad, child.py) import the checkout.
+        os.environ['PYTHONPATH'] = os.pathsep.join(
+            filter(None, [str(ROOT), os.environ.get('PYTHONPATH')]))
     script = Path(sys.executable).with_name('adgrad')
     if script.exists():
         return [str(script)]
