@@ -185,7 +185,7 @@ def run_points(args, graph, bindings, names, out, warn):
     echo = points.lines if same_text and points.kind != 'jsonl' else None
     with _progress(count, warn.stream) as advance:
         write_rows(fmt, points.header + outputs, points.rows() if echo is None else None,
-                   [value.tolist()] + [g.tolist() for g in gradient.values()], out, advance, echo)
+                   [value, *gradient.values()], out, advance, echo)
     return Exit.OK
 
 

@@ -10,10 +10,14 @@ which finds the line to blame.
 import csv
 import json
 import math
+import re
 
 from .errors import AdgradError
 
 _NON_FINITE = {'inf': math.inf, '-inf': -math.inf, 'nan': math.nan}
+
+
+_BLANK_LINE = re.compile(r'\n[ \t\f\v\r]*\n')
 
 
 class Points:
@@ -22,9 +26,13 @@ class Points:
         self.kind = kind          # 'csv', 'tsv' or 'jsonl'
         self.header = header      # column names
         self.lines = lines        # CSV/TSV: the data lines as they were (blank lines dropped)
-        self.numbers = numbers    # CSV/TSV: each data line's number in the file
+        self._numbers = numbers   # each row's line number in the file, or None: row i is line i + 2
         self.objects = objects    # JSON Lines: one dict per row
         self._rows = None
+
+    @property
+    def numbers(self):
+        return self._numbers or range(2, len(self) + 2)
 
     @property
     def delimiter(self):
@@ -58,9 +66,11 @@ def read_points(text, name):
     header = next(csv.reader(lines[:1], delimiter='\t' if kind == 'tsv' else ','), None)
     if not header:
         raise AdgradError(f'{name}: empty: the first line must name the columns')
+    header = [c.strip() for c in header]
+    if not _BLANK_LINE.search(text) and lines[-1].strip():
+        return Points(name, kind, header, lines[1:])  # the common case: no loop in Python
     numbered = [(n, line) for n, line in enumerate(lines[1:], 2) if line.strip()]
-    return Points(name, kind, [c.strip() for c in header],
-                  [line for _, line in numbered], [n for n, _ in numbered])
+    return Points(name, kind, header, [line for _, line in numbered], [n for n, _ in numbered])
 
 
 def _read_jsonl(lines, name):
@@ -75,9 +85,8 @@ def _read_jsonl(lines, name):
                 raise AdgradError(f'{name}: line {number}: expected a JSON object')
             objects.append(row)
     header = list(dict.fromkeys(key for row in objects for key in row))
-    points = Points(name, 'jsonl', header, objects=objects)
-    points.numbers = [n for n, line in enumerate(lines, 1) if line.strip()]
-    return points
+    return Points(name, 'jsonl', header, objects=objects,
+                  numbers=[n for n, line in enumerate(lines, 1) if line.strip()])
 
 
 def columns(points, names, fills):
