@@ -169,3 +169,19 @@ def test_ctrl_c_exits_130_without_a_traceback():
     waiting.send_signal(signal.SIGINT)
     _, err = waiting.communicate(timeout=30)
     assert waiting.returncode == 130 and b'Traceback' not in err
+
+
+def test_many_blocks_give_the_same_rows_and_count_non_finite_rows():
+    import numpy as np
+    from autodiff_cli import backward, forward
+    graph = lower('log(x) * y + sqrt(y)')
+    rows = 100_000  # several of run_batch's blocks
+    x, y = np.linspace(-1, 5, rows), np.linspace(0, 2, rows)
+    value, gradient, bad = run_batch(graph, {'x': x, 'y': y}, rows, ['x', 'y'])
+    for i in (0, 16_000, 40_000, 65_536, rows - 1):
+        values = forward(graph, {'x': x[i], 'y': y[i]})
+        grads = backward(graph, values)
+        assert same(value[i], values[graph.output])
+        assert same(gradient['x'][i], grads[graph.inputs['x']])
+        assert same(gradient['y'][i], grads[graph.inputs['y']])
+    assert bad == (graph.inputs['x'] + 1, int((x <= 0).sum()))
