@@ -24,6 +24,7 @@ PASSES = ('structure', 'forward', 'backward')
 RANKDIRS = ('LR', 'TB')
 TEXT_LIMIT = 40   # longest source text on a node; elided in the middle past this
 EDGE_LABELS = 60  # up to this many nodes, gradients are labelled mid-edge (see style())
+LARGE = 1000      # past this layout_size(), dot is told to spend less effort on the layout
 
 # Each colour has one meaning, shared by the picture, the legend and the README.
 INK = '#1c1917'          # text and operation borders
@@ -157,6 +158,25 @@ def _flows(node, i, values, grads):
     return rule(NUMBERS, grads[i], values[i], *[values[a] for a in node.args])
 
 
+def layout_size(scene):
+    """About how many nodes dot will lay out: the nodes, plus one for every rank
+    a long edge crosses. A value used far apart (a weight fed to every step of
+    a long chain) makes edges that span many ranks, and dot's time grows with
+    those, not with the nodes alone. Ranks are estimated as dot tends to place
+    them: each node just before the first node that uses it."""
+    items, links = scene.items, scene.links
+    rank = [0] * len(items)
+    for link in links:                       # tape order: args come first
+        rank[link.dst] = max(rank[link.dst], rank[link.src] + 1)
+    users = [[] for _ in items]
+    for link in links:
+        users[link.src].append(link.dst)
+    for i in range(len(items) - 1, -1, -1):
+        if users[i]:
+            rank[i] = min(rank[u] for u in users[i]) - 1
+    return len(items) + sum(max(0, rank[link.dst] - rank[link.src] - 1) for link in links)
+
+
 def number(x):
     """A number as a figure shows it: 12, 0.5, 3.142, 1.5e+10, inf, nan."""
     if x != x or x in (float('inf'), float('-inf')):
@@ -198,7 +218,11 @@ def _label(item, f, show_value, show_grad, pending):
     if show_value and not (item.kind == 'const' and item.title == number(item.value)):
         rows.append(_row(number(item.value), FORWARD))
     if show_grad:
-        known = '?' if pending else number(item.grad)
+        known = number(item.grad)
+        if pending:
+            # As wide as the number to come (U+2007 is a digit's width), so
+            # nodes keep their size and place from one frame to the next.
+            known = '?' + '\u2007' * (len(known) - 1)
         rows.append(_row(f'∂{f}/∂{item.symbol} = {known}', MUTED if pending else KNOWN_TEXT, 11))
     return ('<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">'
             + ''.join(rows) + '</TABLE>>')
@@ -216,25 +240,26 @@ _SHAPES = {
 
 def _node_attrs(item, mode, frame):
     attrs = dict(_SHAPES[item.kind])
+    # The fill says what is known; the shape and border still say what it is.
     if mode == 'backward' and item.live:
         if frame is None or item.id in frame.done:
-            attrs.update(fillcolor=KNOWN, color=KNOWN_EDGE)
+            attrs['fillcolor'] = KNOWN
         if frame is not None and item.id == frame.current:
-            attrs.update(fillcolor=JUST_DONE, color=KNOWN_TEXT, penwidth='3')
+            attrs.update(fillcolor=JUST_DONE, penwidth='3')
     return attrs
 
 
 def _legend(kinds, mode, frame):
     """One row of swatches for what this picture shows: every colour in it is explained."""
     cells = [(text, fill, edge) for kind, text, fill, edge in (
-        ('input', 'input', INPUT_FILL, FORWARD),
+        ('input', 'input (oval)', INPUT_FILL, FORWARD),
         ('const', 'constant', CONST_FILL, CONST_EDGE),
         ('op', 'operation', 'white', INK),
         ('output', 'output (double border)', 'white', INK)) if kind in kinds]
     if mode == 'backward':
         cells.append(('gradient known', KNOWN, KNOWN_EDGE))
         if frame is not None:
-            cells.append(('finished in this step', JUST_DONE, KNOWN_TEXT))
+            cells.append(('finished in this step', JUST_DONE, KNOWN_EDGE))
     swatches = ''.join(
         f'<TD BGCOLOR="{fill}" COLOR="{edge}" BORDER="1">&nbsp;{_esc(text)}&nbsp;</TD>'
         for text, fill, edge in cells)
@@ -284,9 +309,15 @@ def style(scene, mode='backward', rankdir='LR', frame=None):
         raise ValueError(f'mode must be one of {PASSES}')
     show_value = mode != 'structure'
     small = len(scene.items) <= EDGE_LABELS
-    dot = graphviz.Digraph('adgrad', graph_attr=dict(
-        rankdir=rankdir, fontname=FONT, fontsize='12', nodesep='0.35',
-        ranksep='0.5' if small else '0.9', labelloc='b', labeljust='l', newrank='true'),
+    graph_attr = dict(rankdir=rankdir, fontname=FONT, fontsize='12', nodesep='0.35',
+                      ranksep='0.5' if small else '0.9', labelloc='b', labeljust='l',
+                      newrank='true')
+    if layout_size(scene) > LARGE:
+        # Cap dot's network-simplex and crossing passes: a few more crossings
+        # in a picture this size, and seconds instead of minutes.
+        graph_attr.update(nslimit='2', nslimit1='2', mclimit='0.5')
+    dot = graphviz.Digraph(
+        'adgrad', graph_attr=graph_attr,
         node_attr=dict(fontname=FONT, fontsize='12', color=INK, fontcolor=INK,
                        margin='0.12,0.06'),
         edge_attr=dict(fontname=FONT, fontsize='11', arrowsize='0.7'))

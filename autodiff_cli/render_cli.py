@@ -21,12 +21,18 @@ EXTENSIONS = {'.svg': 'svg', '.png': 'png', '.pdf': 'pdf', '.dot': 'dot', '.gv':
               '.txt': 'text'}
 LAYOUT_FORMATS = ('svg', 'png', 'pdf')   # the ones that run dot
 # dot takes ~0.1 s at 1,000 nodes, ~0.5 s at 3,000 and 4-7 s at 10,000; past
-# a few thousand nodes a picture is unreadable anyway.
+# a couple of thousand nodes a picture is unreadable anyway.
 MAX_NODES = 2000
+# Long edges cost dot as much as nodes (render.layout_size): a graph may lay
+# out this many times --max-nodes in all, about 5 s of dot at the default.
+SPREAD = 5
 # A step series lays the graph out once per node, so its cost grows with the
 # square of the size; past this many nodes it is too long to read anyway.
 MAX_STEP_NODES = 60
-PNG_DPI = '144'   # crisp on slides and high-density screens
+# A backstop, should the estimate be wrong: dot is stopped after this long,
+# scaled up with a raised --max-nodes.
+DOT_SECONDS = 60
+PNG_DPI = '144'
 FRAME_FILE = re.compile(r'step-\d{3,}\.svg')
 
 INSTALL_GRAPHVIZ = ("Graphviz's dot program was not found: install Graphviz "
@@ -39,7 +45,7 @@ INSTALL_GRAPHVIZ = ("Graphviz's dot program was not found: install Graphviz "
 def run_render(args, out, warn):
     from .evaluate import backward, first_nonfinite, forward
     from .lower import lower
-    from .render import render
+    from .render import LARGE, render
 
     fmt, path = _destination(args, out)
     source, words = read_program(args)
@@ -51,7 +57,7 @@ def run_render(args, out, warn):
         raise UsageError('--steps draws the backward pass; leave out --pass forward')
     if mode is None:
         mode = 'structure' if missing and args.steps is None else 'backward'
-        if missing and len(missing) < len(graph.inputs):
+        if mode == 'structure' and len(missing) < len(graph.inputs):
             warn(f"no value for '{missing[0]}': drawing the structure only "
                  f'(give every variable a value to see values and gradients)')
     values = grads = None
@@ -64,24 +70,29 @@ def run_render(args, out, warn):
             grads = backward(graph, values)
 
     # Lay out and render everything in memory first; write only at the end.
-    size = len(graph.nodes)
     outputs = []
     if path is not None:
-        if fmt in LAYOUT_FORMATS or fmt == 'text':
-            _check_size(size, args.max_nodes or MAX_NODES, f'--format {fmt}')
         if fmt == 'text':
+            _check_size(graph, args.max_nodes or MAX_NODES, '--format text', spread=None)
             data = _text(graph, values, grads, mode, path == '-' and out.isatty())
         else:
+            size = 0
+            if fmt in LAYOUT_FORMATS:
+                size = _check_size(graph, args.max_nodes or MAX_NODES, f'--format {fmt}')
             picture = render(graph, values, grads, mode=mode, rankdir=args.rankdir)
-            data = _layout(picture.digraph, fmt)
+            if fmt == 'png' and size <= LARGE:
+                # Crisp on slides and high-density screens; a large graph's
+                # bitmap is big enough already (cairo shrinks it past 32k px).
+                picture.digraph.attr(dpi=PNG_DPI)
+            data = _layout(picture.digraph, fmt, args.max_nodes)
         outputs.append((path, data))
     frames = []
     if args.steps is not None:
-        _check_size(size, args.max_nodes or MAX_STEP_NODES, '--steps')
-        frames = _step_files(graph, values, grads, args.rankdir)
+        _check_size(graph, args.max_nodes or MAX_STEP_NODES, '--steps')
+        frames = _step_files(graph, values, grads, args.rankdir, args.max_nodes)
     for target, data in outputs:
         if target == '-':
-            _to_stdout(data, fmt, out)
+            _to_stdout(data, out)
         else:
             write_atomic(target, data)
     if frames:
@@ -115,41 +126,68 @@ def _destination(args, out):
     return fmt, path
 
 
-def _check_size(size, limit, what):
-    if size > limit:
+def _check_size(graph, limit, what, spread=SPREAD):
+    """Refuse a graph too large to lay out quickly; else its render.layout_size()."""
+    from .render import layout_size, scene
+    nodes = len(graph.nodes)
+    ways_out = 'or write --format dot and lay it out yourself'
+    if nodes > limit:
         raise UsageError(
-            f'the graph has {size} nodes, more than the limit of {limit} for {what}: '
+            f'the graph has {nodes} nodes, more than the limit of {limit} for {what}: '
             f'laying it out would be slow and the picture unreadable. Raise the limit '
-            f'with --max-nodes {size}, or write --format dot and lay it out yourself')
+            f'with --max-nodes {nodes}, {ways_out}')
+    if spread is None:
+        return nodes
+    size = layout_size(scene(graph))
+    if size > spread * limit:
+        needed = -(-size // spread)
+        raise UsageError(
+            f'the graph has {nodes} nodes, but values used far apart make long edges: dot '
+            f'would have about {size} nodes and edge bends to place, more than {spread} x '
+            f'the limit of {limit} for {what}; it would be slow and the picture a tangle. '
+            f'Raise the limit with --max-nodes {needed}, {ways_out}')
+    return size
 
 
 # ---- running dot ----
 
-def _layout(digraph, fmt):
-    """The picture's bytes: DOT text as is, or what dot makes of it."""
-    import graphviz
+def _layout(digraph, fmt, max_nodes=None):
+    """The picture's bytes: DOT text as is, or what dot makes of it.
+
+    dot runs here rather than through graphviz's pipe() so that it can be
+    stopped: a layout the size estimate got wrong must not hang the command.
+    """
+    import shutil
+    import subprocess
+
     if fmt == 'dot':
         return digraph.source.encode('utf-8')
-    if fmt == 'png':
-        digraph = digraph.copy()
-        digraph.attr(dpi=PNG_DPI)
+    program = shutil.which('dot')
+    if program is None:
+        raise UsageError(INSTALL_GRAPHVIZ)
+    seconds = DOT_SECONDS * max(1, (max_nodes or MAX_NODES) / MAX_NODES)
     try:
-        return digraph.pipe(format=fmt, quiet=True)
-    except graphviz.ExecutableNotFound:
-        raise UsageError(INSTALL_GRAPHVIZ) from None
-    except graphviz.CalledProcessError as error:
-        detail = (error.stderr or b'').decode('utf-8', 'replace').strip().splitlines()
-        raise AdgradError('dot failed' + (f': {detail[0]}' if detail else '')) from None
+        done = subprocess.run([program, f'-T{fmt}'], input=digraph.source.encode('utf-8'),
+                              capture_output=True, timeout=seconds)
+    except subprocess.TimeoutExpired:
+        raise AdgradError(f'dot did not finish in {seconds:.0f} s and was stopped; write '
+                          '--format dot and lay it out yourself, or draw a smaller graph') from None
+    except OSError as error:
+        raise AdgradError(f'cannot run {program}: {error.strerror}') from None
+    if done.returncode != 0:
+        detail = done.stderr.decode('utf-8', 'replace').strip().splitlines()
+        raise AdgradError('dot failed' + (f': {detail[0]}' if detail else ''))
+    return done.stdout
 
 
-def _step_files(graph, values, grads, rankdir):
+def _step_files(graph, values, grads, rankdir, max_nodes):
     """{file name: bytes} for every frame of the backward pass, and index.html."""
     from .steps import frame_name, index_html, step_pictures
     pictures = step_pictures(graph, values, grads, rankdir=rankdir)
     files = {}
     names = [frame_name(k, len(pictures)) for k in range(len(pictures))]
     for name, (step, picture) in zip(names, pictures):
-        files[name] = _layout(picture.digraph, 'svg')
+        files[name] = _layout(picture.digraph, 'svg', max_nodes)
     captions = [step.caption for step, _ in pictures]
     files['index.html'] = index_html(graph.text(graph.output, 60), names, captions).encode('utf-8')
     return files
@@ -204,7 +242,7 @@ def _text(graph, values, grads, mode, terminal):
 
 # ---- writing ----
 
-def _to_stdout(data, fmt, out):
+def _to_stdout(data, out):
     buffer = getattr(out, 'buffer', None)
     if buffer is not None:
         out.flush()

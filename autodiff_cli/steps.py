@@ -135,18 +135,18 @@ _PAGE = """<!DOCTYPE html>
   nav {{ display: flex; gap: .5rem; align-items: center; margin: .75rem 0; }}
   button {{ font-size: 1rem; padding: .3rem .8rem; }}
   #caption {{ font-size: 1.15rem; color: #15803d; min-height: 1.6em; }}
-  #frames img {{ max-width: 100%; height: auto; }}
+  #frames img {{ width: min(100%, 56rem); height: auto; }}
   details {{ margin-top: 1rem; color: #57534e; }}
 </style>
 </head>
 <body>
 <h1>Backward pass of <code>{title}</code>, one gradient at a time</h1>
 <nav>
-  <button id="first" title="first step (Home)">⏮</button>
+  <button id="first" title="first step (Home)">« first</button>
   <button id="prev" title="previous step (←)">◀ previous</button>
   <span id="counter">step 1 of {count}</span>
   <button id="next" title="next step (→)">next ▶</button>
-  <button id="last" title="last step (End)">⏭</button>
+  <button id="last" title="last step (End)">last »</button>
 </nav>
 <p id="caption">{first}</p>
 <div id="frames">

@@ -12,7 +12,7 @@ import pytest
 from autodiff_cli import backward, forward, lower
 from autodiff_cli.cli import main
 from autodiff_cli.graph import Graph, Node
-from autodiff_cli.render import JUST_DONE, KNOWN, render, scene
+from autodiff_cli.render import JUST_DONE, KNOWN, layout_size, render, scene
 from autodiff_cli.steps import index_html, step_pictures, steps
 
 BLOCKS = open(os.path.join(os.path.dirname(__file__), '..', 'samples', 'blocks.ad')).read()
@@ -364,6 +364,39 @@ def test_too_many_nodes_is_refused_with_the_ways_out(tmp_path, run_cli):
     assert not target.exists()
     code, out, _ = run_cli('render', big, '--format', 'dot')    # no layout: no limit
     assert code == 0 and out.count(' -> ') == 700 + 2 * 699
+
+
+HORNER = 'a0 = x\n' + '\n'.join(f'a{i} = a{i - 1}*x + 1' for i in range(1, 400))
+
+
+def test_layout_size_counts_the_ranks_long_edges_cross():
+    chain = lower('sin(' * 50 + 'x' + ')' * 50)
+    assert layout_size(scene(chain)) == 51                  # no long edges
+    spread = ' + '.join(f'sin(x{i})' for i in range(50))   # each sin right before its +
+    assert layout_size(scene(lower(spread))) == len(lower(spread).nodes)
+    horner = lower(HORNER)                                   # x feeds every step
+    assert layout_size(scene(horner)) > 100 * len(horner.nodes)
+
+
+def test_long_edges_are_refused_before_dot_runs(tmp_path, run_cli):
+    target = tmp_path / 'h.svg'
+    code, _, err = run_cli('render', HORNER, 'x=1.01', '-o', str(target))
+    assert code == 2 and 'has 1199 nodes' in err and 'long edges' in err
+    assert re.search(r'--max-nodes \d+', err) and '--format dot' in err
+    assert not target.exists()
+
+
+def test_a_dot_that_never_finishes_is_stopped(tmp_path, monkeypatch, run_cli):
+    import autodiff_cli.render_cli as render_cli
+    fake = tmp_path / 'bin' / 'dot'
+    fake.parent.mkdir()
+    fake.write_text(f'#!/bin/sh\nexec {shutil.which("sleep")} 30\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv('PATH', str(fake.parent))
+    monkeypatch.setattr(render_cli, 'DOT_SECONDS', 0.5)
+    code, _, err = run_cli('render', 'x*y', 'x=1', 'y=2', '-o', str(tmp_path / 'g.svg'))
+    assert code == 2 and 'dot did not finish' in err and '--format dot' in err
+    assert sorted(os.listdir(tmp_path)) == ['bin']
 
 
 def test_steps_have_a_smaller_limit_that_max_nodes_raises(tmp_path, run_cli):
