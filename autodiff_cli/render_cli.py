@@ -237,7 +237,10 @@ def _text(graph, values, grads, mode, terminal):
         console.print('\nbackward pass, one node at a time:')
         for k, step in enumerate(steps(graph, values, grads), 1):
             console.print(f'{k:>4}. {step.caption}', soft_wrap=True)
-    return buffer.getvalue().encode('utf-8')
+    text = buffer.getvalue()
+    if not terminal:   # no trailing blanks in a file: rich pads lines to the table's width
+        text = ''.join(line.rstrip() + '\n' for line in text.splitlines())
+    return text.encode('utf-8')
 
 
 # ---- writing ----

@@ -467,3 +467,34 @@ def test_steps_need_the_backward_pass(tmp_path, run_cli):
     code, _, err = run_cli('render', 'x*y', 'x=2', 'y=3', '--pass', 'forward',
                            '--steps', str(tmp_path / 's'))
     assert code == 2 and '--steps draws the backward pass' in err
+
+
+# ---- the README's pictures ----
+
+README = open(os.path.join(os.path.dirname(__file__), '..', 'README.md'), encoding='utf-8').read()
+PICTURES = re.findall(r'!\[[^\]]*\]\((samples/pictures/[\w.-]+\.svg)\)\n\n```sh\n(adgrad render [^\n]*)\n',
+                      README)
+
+
+def test_the_readme_shows_pictures():
+    assert [path for path, _ in PICTURES] == ['samples/pictures/product.svg',
+                                              'samples/pictures/blocks.svg']
+
+
+@needs_dot
+@pytest.mark.parametrize('path, command', PICTURES)
+def test_each_readme_picture_is_what_its_command_draws_today(path, command, tmp_path):
+    root = os.path.join(os.path.dirname(__file__), '..')
+    committed = open(os.path.join(root, path), encoding='utf-8').read()
+    assert len(committed) < 20_000                       # small enough to keep in git
+    words = command.split()[1:]
+    assert words[-2:] == ['-o', path]
+    words[-1] = str(tmp_path / 'now.svg')
+    cwd = os.getcwd()
+    try:
+        os.chdir(root)
+        assert main(words) == 0
+    finally:
+        os.chdir(cwd)
+    # The text drawn, not the bytes: another Graphviz version places things differently.
+    assert texts(committed) == texts((tmp_path / 'now.svg').read_text(encoding='utf-8'))
