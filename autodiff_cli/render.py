@@ -270,21 +270,26 @@ def _legend(kinds, mode, frame):
     return f'<TABLE BORDER="0" CELLSPACING="4" CELLPADDING="2"><TR>{swatches}</TR></TABLE>'
 
 
-def _clusters(blocks):
-    """{block path: an empty cluster}, labelled 'block h' or, for a block called
-    more than once, 'block h, call 2'."""
+def block_labels(blocks):
+    """{block path: 'block h'}, or 'block h, call 2' for a block called more than once."""
     calls = {}
     for path in blocks:
         name = path.rpartition('/')[2].partition('#')[0]
         calls[name] = calls.get(name, 0) + 1
-    bodies = {}
-    for k, path in enumerate(blocks):
+    labels = {}
+    for path in blocks:
         name, _, call = path.rpartition('/')[2].partition('#')
-        text = f'block {name}' if calls[name] == 1 else f'block {name}, call {call}'
-        bodies[path] = graphviz.Digraph(f'cluster_b{k}', graph_attr=dict(
-            label=f'<{_esc(text)}>', style='rounded,dashed', color=MUTED, fontcolor=MUTED,
-            fontsize='11', labeljust='l', labelloc='b'))
-    return bodies
+        labels[path] = f'block {name}' if calls[name] == 1 else f'block {name}, call {call}'
+    return labels
+
+
+def _clusters(blocks):
+    """{block path: an empty cluster with its label}."""
+    labels = block_labels(blocks)
+    return {path: graphviz.Digraph(f'cluster_b{k}', graph_attr=dict(
+                label=f'<{_esc(labels[path])}>', style='rounded,dashed', color=MUTED,
+                fontcolor=MUTED, fontsize='11', labeljust='l', labelloc='b'))
+            for k, path in enumerate(blocks)}
 
 
 def _attach(dot, blocks, bodies):

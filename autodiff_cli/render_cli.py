@@ -182,6 +182,7 @@ def _layout(digraph, fmt, max_nodes=None):
 
 def _step_files(graph, values, grads, rankdir, max_nodes):
     """{file name: bytes} for every frame of the backward pass, and index.html."""
+    from .render import scene
     from .steps import frame_name, index_html, step_pictures
     pictures = step_pictures(graph, values, grads, rankdir=rankdir)
     files = {}
@@ -189,7 +190,9 @@ def _step_files(graph, values, grads, rankdir, max_nodes):
     for name, (step, picture) in zip(names, pictures):
         files[name] = _layout(picture.digraph, 'svg', max_nodes)
     captions = [step.caption for step, _ in pictures]
-    files['index.html'] = index_html(graph.text(graph.output, 60), names, captions).encode('utf-8')
+    output = scene(graph).items[graph.output]   # 'f = x*y*z', 'loss = (out - target)^2'
+    files['index.html'] = index_html(output.expr or output.title, names,
+                                     captions).encode('utf-8')
     return files
 
 
@@ -231,7 +234,7 @@ def _text(graph, values, grads, mode, terminal):
     buffer = io.StringIO()
     width = shutil.get_terminal_size().columns if terminal else 120
     console = Console(file=buffer, force_terminal=terminal, no_color=not terminal,
-                      width=width, highlight=False)
+                      width=width, highlight=False, markup=False)   # [ ] are text here
     console.print(table)
     if mode == 'backward':
         console.print('\nbackward pass, one node at a time:')

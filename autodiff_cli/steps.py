@@ -15,7 +15,8 @@ import json
 from typing import NamedTuple
 
 from .primitives import NUMBERS, PRIMITIVES
-from .render import Frame, Picture, live_nodes, node_symbol, number, output_symbol, scene, style
+from .render import (Frame, Picture, block_labels, live_nodes, node_symbol, number, output_symbol,
+                     scene, style)
 
 MAX_TERMS = 4   # a caption lists this many chain-rule terms, then says how many more
 
@@ -44,6 +45,7 @@ def steps(graph, values, grads):
             for position, a in enumerate(nodes[c].args):
                 uses[a].append((c, position))
     partials = {}
+    blocks = block_labels(dict.fromkeys(node.block for node in nodes if node.block))
     result = []
     for i in range(graph.output, -1, -1):
         if not live[i]:
@@ -54,7 +56,10 @@ def steps(graph, values, grads):
                 rule = PRIMITIVES[nodes[c].op].vjp
                 partials[c] = rule(NUMBERS, 1.0, values[c], *[values[a] for a in nodes[c].args])
             terms.append(Term(c, grads[c], partials[c][position]))
-        result.append(Step(i, tuple(terms), grads[i], _caption(graph, f, i, terms, grads[i])))
+        caption = _caption(graph, f, i, terms, grads[i])
+        if nodes[i].block is not None:   # x^2 is in every call of h: say which
+            caption += f'  [{blocks[nodes[i].block]}]'
+        result.append(Step(i, tuple(terms), grads[i], caption))
     return result
 
 
@@ -135,7 +140,10 @@ _PAGE = """<!DOCTYPE html>
   nav {{ display: flex; gap: .5rem; align-items: center; margin: .75rem 0; }}
   button {{ font-size: 1rem; padding: .3rem .8rem; }}
   #caption {{ font-size: 1.15rem; color: #15803d; min-height: 1.6em; }}
-  #frames img {{ width: min(100%, 56rem); height: auto; }}
+  #frames {{ overflow: auto; }}
+  #frames img {{ display: block; max-width: 100%; height: auto; cursor: zoom-in; }}
+  #frames.zoomed img {{ max-width: none; cursor: zoom-out; }}
+  #frames img[hidden] {{ display: none; }}
   details {{ margin-top: 1rem; color: #57534e; }}
 </style>
 </head>
@@ -147,13 +155,14 @@ _PAGE = """<!DOCTYPE html>
   <span id="counter">step 1 of {count}</span>
   <button id="next" title="next step (→)">next ▶</button>
   <button id="last" title="last step (End)">last »</button>
+  <button id="zoom" title="fit the page, or full size (Z; or click the picture)">full size</button>
 </nav>
 <p id="caption">{first}</p>
 <div id="frames">
 {images}
 </div>
 <details>
-<summary>All steps (← → Home End to move)</summary>
+<summary>All steps (← → Home End to move, Z to zoom)</summary>
 <ol>
 {items}
 </ol>
@@ -179,11 +188,20 @@ _PAGE = """<!DOCTYPE html>
   document.getElementById('prev').onclick = function () {{ show(current - 1); }};
   document.getElementById('next').onclick = function () {{ show(current + 1); }};
   document.getElementById('last').onclick = function () {{ show(images.length - 1); }};
+  function zoom() {{
+    var frames = document.getElementById('frames');
+    frames.classList.toggle('zoomed');
+    document.getElementById('zoom').textContent =
+      frames.classList.contains('zoomed') ? 'fit the page' : 'full size';
+  }}
+  document.getElementById('zoom').onclick = zoom;
+  document.getElementById('frames').onclick = zoom;
   document.addEventListener('keydown', function (e) {{
     if (e.key === 'ArrowRight' || e.key === 'ArrowDown' || e.key === ' ') show(current + 1);
     else if (e.key === 'ArrowLeft' || e.key === 'ArrowUp') show(current - 1);
     else if (e.key === 'Home') show(0);
     else if (e.key === 'End') show(images.length - 1);
+    else if (e.key === 'z' || e.key === 'Z') zoom();
     else return;
     e.preventDefault();
   }});

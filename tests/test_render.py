@@ -313,6 +313,17 @@ def test_text_format_prints_values_gradients_and_the_chain_rule(run_cli):
     assert '5. ∂f/∂x = ∂f/∂(x*y) · ∂(x*y)/∂x = 4 · 3 = 12' in out
 
 
+def test_text_format_keeps_brackets_as_text(run_cli):
+    code, out, _ = run_cli('render', '(x # [red]x[/red]\n + 1)', 'x=1', '--format', 'text')
+    assert code == 0 and 'x # [red]x[/red] + 1' in out
+
+
+def test_steps_inside_blocks_say_which_call():
+    graph, values, grads = drawn('h(x) = x^2\nh(x) + h(x + 1)', x=1)
+    ends = [step.caption.rpartition('  ')[2] for step in steps(graph, values, grads)]
+    assert ends.count('[block h, call 1]') == 2 and ends.count('[block h, call 2]') == 2
+
+
 def test_unbound_variables_draw_the_structure(run_cli):
     code, out, err = run_cli('render', 'x*y', '--format', 'dot')
     assert code == 0 and err == '' and '∂' not in out and '>f = x*y<' in out
