@@ -33,10 +33,10 @@ import workloads  # noqa: E402
 
 # Sizes of the full run, and of --quick (which only shows the harness works).
 FULL = dict(startup_runs=31, runs=5, large_terms=100_000, large_depth=100_000, chain_depth=10_000,
-            torch_ops=100_000, linear_small=10_000, linear_large=100_000,
+            torch_ops=100_000, torch_runs=7, linear_small=10_000, linear_large=100_000,
             linear_reps=5, memory_tokens=1_000_000, memory_runs=3, batch_rows=1_000_000)
 QUICK = dict(startup_runs=3, runs=1, large_terms=500, large_depth=1000, chain_depth=100,
-             torch_ops=1000, linear_small=100, linear_large=1000,
+             torch_ops=1000, torch_runs=1, linear_small=100, linear_large=1000,
              linear_reps=1, memory_tokens=10_000, memory_runs=1, batch_rows=1000)
 
 FIGURES = ('startup', 'large', 'torch', 'linearity', 'gradient', 'batch', 'memory')
@@ -205,7 +205,7 @@ class Bench:
             out = self.dir / 'out.txt'
             command = self.adgrad + ['grad', '-f', str(path)]
             ours, theirs = [], []
-            for _ in range(s['runs']):  # alternating, so drift in machine load hits both
+            for _ in range(s['torch_runs']):  # alternating, so drift in machine load hits both
                 ours.append(run_process(command, out)[0])
                 result = run_child('torch', name, size, 1)
                 theirs.append(result['seconds'][0])
