@@ -23,8 +23,10 @@ from .primitives import NUMBERS, PRIMITIVES
 PASSES = ('structure', 'forward', 'backward')
 RANKDIRS = ('LR', 'TB')
 TEXT_LIMIT = 40   # longest source text on a node; elided in the middle past this
-EDGE_LABELS = 60  # up to this many nodes, gradients are labelled mid-edge (see style())
-LARGE = 1000      # past this layout_size(), dot is told to spend less effort on the layout
+# Up to this layout_size(), gradients are labelled mid-edge (see style()); past
+# LARGE, dot is told to spend less effort on the layout.
+EDGE_LABELS = 150
+LARGE = 1000
 
 # Each colour has one meaning, shared by the picture, the legend and the README.
 INK = '#1c1917'          # text and operation borders
@@ -313,11 +315,12 @@ def style(scene, mode='backward', rankdir='LR', frame=None):
     if mode not in PASSES:
         raise ValueError(f'mode must be one of {PASSES}')
     show_value = mode != 'structure'
-    small = len(scene.items) <= EDGE_LABELS
+    size = layout_size(scene)
+    small = size <= EDGE_LABELS
     graph_attr = dict(rankdir=rankdir, fontname=FONT, fontsize='12', nodesep='0.35',
                       ranksep='0.5' if small else '0.9', labelloc='b', labeljust='l',
                       newrank='true')
-    if layout_size(scene) > LARGE:
+    if size > LARGE:
         # Cap dot's network-simplex and crossing passes: a few more crossings
         # in a picture this size, and seconds instead of minutes.
         graph_attr.update(nslimit='2', nslimit1='2', mclimit='0.5')
@@ -364,9 +367,9 @@ def style(scene, mode='backward', rankdir='LR', frame=None):
             # a frame has not reached yet are there, but invisible.
             attrs = dict(dir='back', style='dashed', color=BACKWARD, fontcolor=BACKWARD_TEXT)
             # A label sits mid-edge, clear of other lines, but dot lays it out
-            # as an extra node: past EDGE_LABELS nodes that costs seconds, so
-            # larger graphs (and flat edges, whose label would sit on the
-            # forward edge) get an xlabel, placed after the layout.
+            # as one more node per edge, and past EDGE_LABELS that costs
+            # seconds: larger graphs (and flat edges, whose label would sit on
+            # the forward edge) get an xlabel, placed after the layout.
             mid = small and link.src not in beside
             attrs['label' if mid else 'xlabel'] = number(link.grad)
             if frame is not None and link.src not in frame.done:
