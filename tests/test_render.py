@@ -436,6 +436,38 @@ def test_a_read_only_file_is_not_replaced(tmp_path, run_cli):
     assert code == 2 and 'permission denied' in err and target.read_text() == 'keep'
 
 
+def test_a_write_that_fails_midway_leaves_the_old_file_and_no_temporary(tmp_path, monkeypatch,
+                                                                        run_cli):
+    target = tmp_path / 'g.dot'
+    target.write_text('old')
+
+    def full_disk(source, destination):
+        raise OSError(28, 'No space left on device')
+    monkeypatch.setattr(os, 'replace', full_disk)
+    code, _, err = run_cli('render', 'x', 'x=1', '-o', str(target))
+    assert code == 2 and f'cannot write {target}: no space left on device' in err
+    assert os.listdir(tmp_path) == ['g.dot'] and target.read_text() == 'old'
+
+
+def test_a_symlink_is_written_through(tmp_path, run_cli):
+    (tmp_path / 'real.dot').write_text('old')
+    (tmp_path / 'link.dot').symlink_to('real.dot')
+    assert run_cli('render', 'x', 'x=1', '-o', str(tmp_path / 'link.dot'))[0] == 0
+    assert (tmp_path / 'link.dot').is_symlink()
+    assert (tmp_path / 'real.dot').read_text().startswith('digraph')
+
+
+def test_a_terminal_gets_no_svg_without_asking(monkeypatch, run_cli):
+    import sys
+    monkeypatch.setattr(sys.stdout, 'isatty', lambda: True)
+    code, out, err = run_cli('render', 'x*y', 'x=1', 'y=2')
+    assert (code, out) == (2, '') and 'give -o FILE' in err and '--format text' in err
+    code, out, err = run_cli('render', 'x*y', 'x=1', 'y=2', '-o', '-', '--format', 'png')
+    assert (code, out) == (2, '') and 'will not write PNG to a terminal' in err
+    code, out, _ = run_cli('render', 'x*y', 'x=1', 'y=2', '--format', 'text')
+    assert code == 0 and '∂f/∂x' in out
+
+
 def test_replacing_a_file_keeps_its_mode(tmp_path, run_cli):
     target = tmp_path / 'g.dot'
     target.write_text('old')
