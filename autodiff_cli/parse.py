@@ -378,7 +378,7 @@ def _syntax_error(parser, text, error):
         pos = len(text.rstrip())
         found = 'end of input'
     else:
-        found = 'a new line' if kind == '_NEWLINE' else repr(value)
+        found = 'end of line' if kind == '_NEWLINE' else repr(value)
     expected = sorted({_describe_terminal(parser, t) for t in error.expected if t != '_NEWLINE'})
     hint = f'; expected {", ".join(expected)}' if 0 < len(expected) <= 6 else ''
     return AdgradError(f'unexpected {found}{hint}', text, pos)
