@@ -73,6 +73,27 @@ def backward(graph, values, output=None, algebra=NUMBERS):
     return [0.0 if g is None else g for g in grads]
 
 
+def receives_gradient(graph):
+    """Which nodes have a gradient worth showing: as in PyTorch, those the
+    output depends on and that depend on some input.
+
+    backward() gives constants numbers too, as the chain rule runs through
+    them (∂f/∂2 in x^2); PyTorch computes none for them, and a learner gains
+    nothing from ∂loss/∂2 = nan, so tables and pictures leave them out.
+    """
+    nodes = graph.nodes
+    varies = [False] * len(nodes)
+    for i, node in enumerate(nodes):
+        varies[i] = node.op == 'input' or any(varies[a] for a in node.args)
+    reached = [False] * len(nodes)
+    reached[graph.output] = True
+    for i in range(graph.output, -1, -1):
+        if reached[i]:
+            for a in nodes[i].args:
+                reached[a] = True
+    return [v and r for v, r in zip(varies, reached)]
+
+
 def first_nonfinite(values):
     """Id of the first node whose value is inf or nan, or None."""
     for i, value in enumerate(values):

@@ -21,6 +21,10 @@ def _json_number(x):
 
 
 def node_records(graph, values, grads=None, text_limit=120):
+    """One dict per node; 'grad' is None for nodes no gradient reaches
+    (constants, and what the output does not depend on), as in PyTorch."""
+    from .evaluate import receives_gradient
+    shown = receives_gradient(graph) if grads is not None else None
     records = []
     for i, node in enumerate(graph.nodes):
         records.append({
@@ -31,7 +35,7 @@ def node_records(graph, values, grads=None, text_limit=120):
             'expr': graph.text(i, text_limit),
             'block': node.block,
             'value': values[i],
-            'grad': None if grads is None else grads[i],
+            'grad': grads[i] if grads is not None and shown[i] else None,
         })
     return records
 

@@ -18,6 +18,7 @@ from typing import NamedTuple
 
 import graphviz
 
+from .evaluate import receives_gradient
 from .primitives import NUMBERS, PRIMITIVES
 
 PASSES = ('structure', 'forward', 'backward')
@@ -56,7 +57,7 @@ class Item(NamedTuple):
     value: float | None  # None when drawing the structure only
     grad: float | None   # None unless the backward pass ran
     block: str | None    # block instance path, 'f#1/h#2'
-    live: bool           # the output depends on it, so a gradient reaches it
+    live: bool           # it gets a gradient: the output depends on it, and it on an input
 
 
 class Link(NamedTuple):
@@ -101,22 +102,11 @@ def node_symbol(graph, i, f, local=False):
     return text if _PLAIN.fullmatch(text) else f'({text})'
 
 
-def live_nodes(graph):
-    """Which nodes the output depends on: the ones backward() passes a gradient to."""
-    live = [False] * len(graph.nodes)
-    live[graph.output] = True
-    for i in range(graph.output, -1, -1):
-        if live[i]:
-            for a in graph.nodes[i].args:
-                live[a] = True
-    return live
-
-
 def scene(graph, values=None, grads=None):
     """Walk the tape once: the Items, Links and blocks of the picture."""
     nodes = graph.nodes
     f = output_symbol(graph)
-    live = live_nodes(graph)
+    live = receives_gradient(graph)
     items, links, blocks, seen = [], [], [], set()
     for i, node in enumerate(nodes):
         if node.op == 'input':
@@ -143,7 +133,7 @@ def scene(graph, values=None, grads=None):
         if grads is not None and live[i] and node.args:
             flows = _flows(node, i, values, grads)
         for position, a in enumerate(node.args):
-            links.append(Link(a, i, None if flows is None else flows[position]))
+            links.append(Link(a, i, None if flows is None or not live[a] else flows[position]))
         if node.block is not None and node.block not in seen:
             parts = node.block.split('/')
             for depth in range(1, len(parts) + 1):

@@ -229,7 +229,7 @@ def _text(graph, values, grads, mode, terminal):
         if mode != 'structure':
             row.append(number(item.value))
         if mode == 'backward':
-            row.append(number(item.grad) if item.live else '0 (unused)')
+            row.append(number(item.grad) if item.live else '-')
         table.add_row(*row)
     buffer = io.StringIO()
     width = shutil.get_terminal_size().columns if terminal else 120

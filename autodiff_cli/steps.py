@@ -14,8 +14,9 @@ import html
 import json
 from typing import NamedTuple
 
+from .evaluate import receives_gradient
 from .primitives import NUMBERS, PRIMITIVES
-from .render import (Frame, Picture, block_labels, live_nodes, node_symbol, number, output_symbol,
+from .render import (Frame, Picture, block_labels, node_symbol, number, output_symbol,
                      scene, style)
 
 MAX_TERMS = 4   # a caption lists this many chain-rule terms, then says how many more
@@ -38,7 +39,7 @@ def steps(graph, values, grads):
     """One Step per node the output depends on, in the order its gradient becomes final."""
     nodes = graph.nodes
     f = output_symbol(graph)
-    live = live_nodes(graph)
+    live = receives_gradient(graph)
     uses = [[] for _ in nodes]          # (consumer, argument position), in tape order
     for c in range(graph.output + 1):
         if live[c]:
