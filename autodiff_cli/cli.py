@@ -299,6 +299,7 @@ def build_parser():
                                 help='list only these variables, comma-separated')
         parser.set_defaults(command=name, run=run, wrt=None)
         commands[name] = parser
+    commands['render'] = _add_render(sub)
     completion = sub.add_parser(
         'completion', help='print a shell completion script',
         description='Print a completion script for bash, zsh or fish.',
@@ -311,7 +312,6 @@ def build_parser():
     completion.set_defaults(command='completion', run=lambda args, out, warn: _completion(
         top, args.shell, out))
     commands['completion'] = completion
-    commands['render'] = _add_render(sub)
     return top, commands
 
 
