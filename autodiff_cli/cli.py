@@ -17,14 +17,16 @@ from .evaluate import check_names
 from .output import FORMATS
 from .parse import without_cycle_collection
 
+_FLOAT = re.compile(r'[+-]?((\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|inf|infinity|nan)', re.I)
 _NUMBER = re.compile(r'-(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?')
 _BINDING = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)=(.*)', re.S)
 
 
 class Exit(enum.IntEnum):
     OK = 0
-    NUMERICAL = 1   # a non-finite result under --strict, or a failed check
+    NUMERICAL = 1   # a non-finite result under --strict
     USAGE = 2       # bad usage or bad input
+    INTERNAL = 70   # a bug in adgrad (EX_SOFTWARE): not the user's input
     INTERRUPTED = 130
 
 
@@ -40,13 +42,16 @@ class _Parser(argparse.ArgumentParser):
 # ---- input ----
 
 def _read(path):
-    if path == '-':
-        return sys.stdin.read()
+    name = '<stdin>' if path == '-' else path
     try:
+        if path == '-':
+            return sys.stdin.read()
         with open(path, encoding='utf-8') as f:
             return f.read()
     except OSError as error:
-        raise UsageError(f'cannot read {path}: {error.strerror}') from None
+        raise UsageError(f'cannot read {name}: {error.strerror}') from None
+    except UnicodeDecodeError as error:
+        raise UsageError(f'cannot read {name}: byte {error.start} is not UTF-8 text') from None
 
 
 def read_program(args):
@@ -74,13 +79,13 @@ def parse_bindings(words):
             raise UsageError(f"cannot bind the constant '{name}'")
         if name in bindings:
             raise UsageError(f"'{name}' is bound twice")
+        if _FLOAT.fullmatch(text.strip()):
+            bindings[name] = float(text)  # fast and exact; also inf and nan, for probing edges
+            continue
         try:
-            bindings[name] = float(text)
-        except ValueError:
-            try:
-                bindings[name] = constant(text)
-            except AdgradError as error:
-                raise AdgradError(f'in {name}=: {error.message}', text, error.pos) from None
+            bindings[name] = constant(text)
+        except AdgradError as error:
+            raise AdgradError(f'in {name}=: {error.message}', text, error.pos) from None
     return bindings
 
 
@@ -114,6 +119,9 @@ def _gradient_names(graph, args):
         return sorted(graph.inputs)
     names = [n.strip() for n in args.wrt.split(',') if n.strip()]
     check_names(graph, names)
+    twice = [n for i, n in enumerate(names) if n in names[:i]]
+    if twice:
+        raise UsageError(f"--wrt lists '{twice[0]}' twice")
     return names
 
 
@@ -191,7 +199,7 @@ def run_points(args, graph, bindings, names, out, warn):
     echo = points.lines if same_text and points.kind != 'jsonl' else None
     with _progress(count, warn.stream) as advance:
         write_rows(fmt, points.header + outputs, points.rows() if echo is None else None,
-                   [value, *gradient.values()], out, advance, echo)
+                   [value, *gradient.values()], out, advance, echo, points.kind != 'jsonl')
     return Exit.OK
 
 
@@ -369,7 +377,7 @@ def _parse(parser, argv):
             rest = True
             continue
         if rest or (arg.startswith('-') and len(arg) > 1 and not arg.startswith('--')
-                    and arg[:2] not in short and not _NUMBER.fullmatch(arg)):
+                    and arg not in short and not _NUMBER.fullmatch(arg)):
             masked.append(f'\0{len(words)}')
             words.append(arg)
         else:
@@ -432,4 +440,4 @@ def main(argv=None):
             raise
         print(f'adgrad: internal error: {type(error).__name__}: {error} '
               '(run with --traceback and report it)', file=err)
-        return Exit.USAGE
+        return Exit.INTERNAL

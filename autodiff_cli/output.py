@@ -82,13 +82,14 @@ def print_table(result, title, file):
         table = Table(title='nodes in tape order')
         for column in ('id', 'op', 'name', 'block', 'expression', 'value'):
             table.add_column(column, justify='right' if column in ('id', 'value') else 'left')
-        has_grad = result['nodes'] and result['nodes'][0]['grad'] is not None
+        has_grad = 'gradient' in result
         if has_grad:
             table.add_column('∂f/∂node', justify='right')
         for r in result['nodes']:
             row = [str(r['id']), r['op'], r['name'] or '', r['block'] or '', r['expr'],
                    number(r['value'])]
-            table.add_row(*row, *([number(r['grad'])] if has_grad else []))
+            grad = '-' if r['grad'] is None else number(r['grad'])
+            table.add_row(*row, *([grad] if has_grad else []))
         console.print(table)
 
 
@@ -104,27 +105,35 @@ def write(result, fmt, file, title=''):
         print(to_plain(result), file=file)
     elif 'nodes' in result:
         keys = ['id', 'op', 'name', 'block', 'expr', 'value', 'grad']
-        write_rows(fmt, keys, [[r[k] for k in keys] for r in result['nodes']], [], file)
+        write_rows(fmt, keys, [[r[k] for k in keys] for r in result['nodes']], [], file,
+                   cells_are_text=False)
     else:
         header = list(result['inputs']) + ['value'] + [f'd_{n}' for n in result.get('gradient', {})]
         row = list(result['inputs'].values()) + [result['value']]
-        write_rows(fmt, header, [row + list(result.get('gradient', {}).values())], [], file)
+        write_rows(fmt, header, [row + list(result.get('gradient', {}).values())], [], file,
+                   cells_are_text=False)
 
 
 def _cell(x):
+    """A value as CSV text: floats in shortest form, JSON's true/false/null as JSON writes them."""
     if isinstance(x, float):
         return number(x)
-    return '' if x is None else str(x)
+    if isinstance(x, str):
+        return x
+    return '' if x is None else json.dumps(x)
+
+
+def _json_value(x):
+    """A cell read from JSON Lines, as it was (but inf and nan as strings)."""
+    return _json_number(x) if isinstance(x, float) else x
 
 
 def _json_cell(x):
-    """A cell as read (text from CSV, a JSON value) as a JSON value: numbers stay numbers."""
-    if isinstance(x, str):
-        try:
-            x = float(x)
-        except ValueError:
-            return x
-    return _json_number(x) if isinstance(x, float) else x
+    """A cell read from CSV or TSV as a JSON value: text that is a number becomes one."""
+    try:
+        return _json_number(float(x))
+    except (TypeError, ValueError):
+        return x
 
 
 def _shortest(column):
@@ -143,7 +152,7 @@ def _shortest(column):
     return texts
 
 
-def write_rows(fmt, header, rows, computed, file, advance=None, echo=None):
+def write_rows(fmt, header, rows, computed, file, advance=None, echo=None, cells_are_text=True):
     """Rows of input cells followed by computed columns, in a row format.
 
     `rows` holds lists of cells, one per header name before the computed
@@ -173,7 +182,8 @@ def write_rows(fmt, header, rows, computed, file, advance=None, echo=None):
         else:
             import orjson
             numbers = [column[start:stop].tolist() for column in computed]
-            objects = [orjson.dumps(dict(zip(header, [*map(_json_cell, rows[i]),
+            as_json = _json_cell if cells_are_text else _json_value
+            objects = [orjson.dumps(dict(zip(header, [*map(as_json, rows[i]),
                                                       *(_json_number(n[i - start]) for n in numbers)])))
                        .decode() for i in range(start, stop)]
             if fmt == 'jsonl':

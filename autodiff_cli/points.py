@@ -10,6 +10,7 @@ which finds the line to blame.
 import csv
 import json
 import math
+import operator
 import re
 
 from .errors import AdgradError
@@ -115,9 +116,8 @@ def columns(points, names, fills):
 def _fast_columns(points, wanted):
     """NumPy's C reader, when the file is plain: no quotes, every row as wide as the header."""
     import numpy as np
-    joined = '\n'.join(points.lines)
-    expected = (len(points.header) - 1) * len(points.lines)
-    if '"' in joined or joined.count(points.delimiter) != expected or not points.lines:
+    counts = set(map(operator.methodcaller('count', points.delimiter), points.lines))
+    if counts != {len(points.header) - 1} or any('"' in line for line in points.lines):
         return None
     indices = [points.header.index(v) for v in wanted]
     try:
@@ -130,7 +130,10 @@ def _fast_columns(points, wanted):
 
 def _number(cell, variable, fills, points, line):
     if isinstance(cell, (int, float)) and not isinstance(cell, bool):
-        return float(cell)
+        try:
+            return float(cell)
+        except OverflowError:  # a JSON integer past float64's range
+            raise points.error(line, f"'{variable}' is {cell}, too large for a float64") from None
     if cell is None or (isinstance(cell, str) and cell.strip() == ''):
         if variable in fills:
             return fills[variable]

@@ -185,3 +185,24 @@ def test_many_blocks_give_the_same_rows_and_count_non_finite_rows():
         assert same(gradient['x'][i], grads[graph.inputs['x']])
         assert same(gradient['y'][i], grads[graph.inputs['y']])
     assert bad == (graph.inputs['x'] + 1, int((x <= 0).sum()))
+
+
+def test_every_row_is_as_wide_as_the_header(run_cli, tmp_path):
+    # The totals agree (3 commas for 3 rows of 2 columns) but two rows do not.
+    path = write(tmp_path, 'p.csv', 'x,y\n1,2,3\n4\n5,6\n')
+    code, out, err = run_cli('eval', 'x', '--points', path)
+    assert (code, out) == (2, '') and 'line 2: 3 fields where the header has 2' in err
+
+
+def test_json_lines_cells_come_back_as_they_were(run_cli, tmp_path):
+    path = write(tmp_path, 'p.jsonl', '{"id": "007", "ok": true, "tags": [1], "x": 2}\n')
+    assert json.loads(run_cli('eval', 'x*2', '--points', path)[1]) == \
+        {'id': '007', 'ok': True, 'tags': [1], 'x': 2, 'value': 4.0}
+    assert run_cli('eval', 'x*2', '--points', path, '--format', 'csv')[1] == \
+        'id,ok,tags,x,value\n007,true,[1],2,4.0\n'
+
+
+def test_a_json_integer_beyond_float64(run_cli, tmp_path):
+    path = write(tmp_path, 'p.jsonl', '{"x": 1}\n{"x": ' + '9' * 400 + '}\n')
+    code, out, err = run_cli('eval', 'x', '--points', path)
+    assert (code, out) == (2, '') and 'line 2:' in err and 'too large for a float64' in err

@@ -178,3 +178,53 @@ def test_python_dash_m(tmp_path):
     done = subprocess.run([sys.executable, '-m', 'autodiff_cli', 'eval', 'x^2', 'x=3'],
                           capture_output=True, text=True, cwd=tmp_path)
     assert (done.returncode, done.stdout) == (0, '9.0\n')
+
+
+def test_table_format_lists_nodes_with_dashes_for_constants(run_cli):
+    code, out, err = run_cli('grad', '2*x', 'x=3', '--nodes', '--format', 'table')
+    assert code == 0 and err == ''
+    rows = [line for line in out.splitlines() if line.startswith('│')]
+    assert [row.split('│')[-2].strip() for row in rows] == ['-', '2.0', '1.0']
+
+
+def test_expressions_that_start_like_short_options(run_cli):
+    assert run_cli('grad', '-factor*x', 'factor=2', 'x=1', '--json')[1] == \
+        '{"value": -2.0, "gradient": {"factor": -1.0, "x": -2.0}}\n'
+    assert run_cli('eval', '-h1', 'h1=4')[1] == '-4.0\n'
+
+
+def test_input_that_is_not_utf8(run_cli, tmp_path):
+    path = tmp_path / 'latin1.ad'
+    path.write_bytes(b'x * \xe9')
+    code, _, err = run_cli('eval', '-f', str(path))
+    assert code == 2 and err == f'adgrad: error: cannot read {path}: byte 4 is not UTF-8 text\n'
+
+
+def test_wrt_names_a_variable_once(run_cli):
+    code, _, err = run_cli('grad', 'x*y', 'x=1', 'y=2', '--wrt', 'x,x')
+    assert code == 2 and err == "adgrad: error: --wrt lists 'x' twice\n"
+
+
+@pytest.mark.parametrize('binding, value', [('x=inf', 'inf'), ('x=-Infinity', '-inf'),
+                                            ('x=nan', 'nan'), ('x=+2.5e3', '2500.0')])
+def test_number_bindings(run_cli, binding, value):
+    assert run_cli('eval', 'x', binding)[1] == value + '\n'
+
+
+def test_binding_values_follow_the_language(run_cli):
+    code, _, err = run_cli('eval', 'x', 'x=1_000')
+    assert code == 2 and "unexpected '_000'" in err
+
+
+def test_a_bug_is_one_line_and_exit_70(run_cli, monkeypatch):
+    import autodiff_cli.evaluate
+
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError('a planted bug')
+    monkeypatch.setattr(autodiff_cli.evaluate, 'forward', broken)
+    code, out, err = run_cli('eval', 'x', 'x=1')
+    assert (code, out) == (70, '')
+    assert err == ('adgrad: internal error: ZeroDivisionError: a planted bug '
+                   '(run with --traceback and report it)\n')
+    with pytest.raises(ZeroDivisionError):
+        run_cli('eval', 'x', 'x=1', '--traceback')
