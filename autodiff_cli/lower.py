@@ -12,6 +12,9 @@ from .parse import did_you_mean, parse, without_cycle_collection
 from .primitives import CONSTANTS, FUNCTIONS
 
 
+MAX_NODES = 10_000_000  # about 1.2 GB of tape: past any program of 10^6 tokens
+
+
 @without_cycle_collection
 def lower(source):
     """Parse and lower a program into a Graph."""
@@ -55,6 +58,7 @@ class _Lowering:
         self.defaults = {}
         self.bindings = {}
         self.blocks = {}          # name -> (parameter names, body)
+        self.block_sizes = {}     # name -> nodes one call makes, all blocks inside inlined
         self.instances = {}       # block name -> calls lowered so far
         self.bound_later = set()  # names a later statement binds or declares
         self.defined_later = {}   # block name -> names its body calls
@@ -63,6 +67,8 @@ class _Lowering:
         return AdgradError(message, self.source, pos)
 
     def emit(self, node):
+        if len(self.nodes) >= MAX_NODES:
+            raise AdgradError(f'the program has more than {MAX_NODES:,} nodes; adgrad stops there')
         self.nodes.append(node)
         return len(self.nodes) - 1
 
@@ -108,8 +114,8 @@ class _Lowering:
 
     def bind(self, token, expr):
         self.check_new_name(token, 'binding')
+        node_id = self.expr(expr)  # before the name is bound: x = x + 1 uses x before its definition
         self.bound_later.discard(token.value)
-        node_id = self.expr(expr)
         node = self.nodes[node_id]
         if node.name is not None or node_id < len(self.nodes) - 1:
             # Already a named node: give the new name a node of its own.
@@ -155,6 +161,23 @@ class _Lowering:
                 raise self.error(f"block '{callee}' is used before its definition", call[1])
             self.check_call(call)
         self.blocks[name] = (tuple(names), body)
+        self.block_sizes[name] = self.inlined_size(body)
+
+    def inlined_size(self, body):
+        """Nodes one call of a body makes: a block calling a block twice doubles,
+        so this is counted before inlining rather than discovered by running out of memory."""
+        size, stack = 0, [body]
+        while stack:
+            syntax = stack.pop()
+            kind = syntax[0]
+            if kind == 'num' or (kind == 'var' and syntax[3] in CONSTANTS):
+                size += 1
+            elif kind == 'group':
+                stack.append(syntax[3])
+            elif kind in ('op', 'call'):
+                size += self.block_sizes.get(syntax[3], 1) if kind == 'call' else 1
+                stack.extend(syntax[4])
+        return size
 
     def reachable(self, start):
         seen, stack = set(), [start]
@@ -231,6 +254,10 @@ class _Lowering:
                     results.append(self.emit(Node(name, args, span=span, block=block)))
                     continue
                 params, body = self.blocks[name]
+                if len(self.nodes) + self.block_sizes[name] > MAX_NODES:
+                    raise self.error(f"calling '{name}' here would grow the graph past "
+                                     f'{MAX_NODES:,} nodes once its blocks are inlined '
+                                     f'({self.block_sizes[name]:,} for this call)', syntax[1])
                 self.instances[name] = self.instances.get(name, 0) + 1
                 instance = f'{name}#{self.instances[name]}'
                 inner = f'{block}/{instance}' if block else instance

@@ -158,3 +158,16 @@ def test_ten_thousand_binding_lines():
     lines = ['x0 = x'] + [f'x{i} = x{i - 1} + 1' for i in range(1, 10_000)]
     graph, values, grads = run('\n'.join(lines), x=0.5)
     assert values[graph.output] == 9999.5 and grads[graph.inputs['x']] == 1.0
+
+
+def test_a_binding_cannot_use_its_own_name():
+    with pytest.raises(AdgradError, match="'x' is used before its definition"):
+        lower('x = x + 1')
+
+
+def test_blocks_that_double_are_refused_before_inlining():
+    lines = ['f0(t) = t*1.5'] + [f'f{k}(t) = f{k - 1}(f{k - 1}(t))' for k in range(1, 31)]
+    with pytest.raises(AdgradError, match=r"calling 'f30' here would grow the graph past"):
+        lower('\n'.join(lines + ['f30(y)']))
+    graph = lower('\n'.join(lines[:11] + ['f10(y)']))   # 2^10 multiplications are fine
+    assert sum(node.op == 'mul' for node in graph.nodes) == 2 ** 10
