@@ -13,6 +13,7 @@ runs in tape order, so the same input gives byte-identical DOT.
 """
 
 import html
+import itertools
 import re
 from typing import NamedTuple
 
@@ -80,7 +81,8 @@ def output_symbol(graph):
     if node.name is not None and node.op != 'const':
         return node.name
     taken = {n.name for n in graph.nodes}
-    return next(name for name in ('f', 'F', 'out', 'output', 'f_') if name not in taken)
+    candidates = itertools.chain(('f', 'F', 'out', 'output'), (f'f_{k}' for k in itertools.count(1)))
+    return next(name for name in candidates if name not in taken)
 
 
 _PLAIN = re.compile(r'[A-Za-z_][A-Za-z0-9_]*|[0-9.]+')

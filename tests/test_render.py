@@ -544,3 +544,8 @@ def test_each_readme_picture_is_what_its_command_draws_today(path, command, tmp_
         os.chdir(cwd)
     # The text drawn, not the bytes: another Graphviz version places things differently.
     assert texts(committed) == texts((tmp_path / 'now.svg').read_text(encoding='utf-8'))
+
+
+def test_output_symbol_never_runs_out_of_names():
+    from autodiff_cli.render import output_symbol
+    assert output_symbol(lower('f + F + out + output + f_ + f_1')) == 'f_2'
