@@ -18,7 +18,7 @@ import json
 import os
 import re
 
-# Bump when the layout of the data below changes, so stale caches are ignored.
+# Bump when the layout of the data below changes, so a stale shipped table is ignored.
 FORMAT = 1
 
 SHIPPED = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'grammar_table.json')

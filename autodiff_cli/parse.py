@@ -132,14 +132,6 @@ class NewlinesInParentheses:
 
 # ---- the table ----
 
-def _cache_path(grammar):
-    import hashlib
-    from .grammar_table import FORMAT
-    base = os.environ.get('XDG_CACHE_HOME') or os.path.join(os.path.expanduser('~'), '.cache')
-    digest = hashlib.sha256(f'{FORMAT}\0{grammar}'.encode()).hexdigest()[:16]
-    return os.path.join(base, 'adgrad', f'grammar-table-{digest}.json')
-
-
 def _read_json(path):
     try:
         with open(path, encoding='utf-8') as f:
@@ -151,30 +143,18 @@ def _read_json(path):
 def load_table():
     """The parse table for the grammar file as it is now.
 
-    The packaged table when it was built from this very grammar text; else a
-    table in the user's cache; else one built by Lark now and cached if the
-    cache directory is writable (a read-only home just costs the build).
+    The packaged table when it was built from this very grammar text (a test
+    keeps it so); else, in a checkout whose grammar was just edited, one
+    built by Lark in memory, until `python -m autodiff_cli.grammar_table`
+    ships it again.
     """
     from .grammar_table import FORMAT, SHIPPED
     grammar = grammar_text()
     table = _read_json(SHIPPED)
     if table and table.get('format') == FORMAT and table.get('grammar') == grammar:
         return table
-    path = _cache_path(grammar)
-    table = _read_json(path)
-    if table and table.get('format') == FORMAT and table.get('grammar') == grammar:
-        return table
-    from .grammar_table import build, dump
-    table = build(grammar)
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        temporary = f'{path}.{os.getpid()}.tmp'
-        with open(temporary, 'w', encoding='utf-8') as f:
-            f.write(dump(table))
-        os.replace(temporary, path)  # atomic: a concurrent run never reads half a file
-    except OSError:
-        pass
-    return table
+    from .grammar_table import build
+    return build(grammar)
 
 
 class _Parser:
