@@ -1,8 +1,9 @@
 """A graph over a whole batch of points at once, with NumPy.
 
 The forward and backward loops of evaluate.py run unchanged over an algebra
-of arrays: each primitive's forward function is swapped for its NumPy
-counterpart, and the derivative rules, written over the algebra, follow.
+of arrays: each primitive's forward function is swapped for the array form
+its table row names, and the derivative rules, written over the algebra,
+follow.
 Per-row Python overhead is thus paid once per node, not once per node per
 row. NumPy is imported only on this path.
 """
@@ -16,35 +17,12 @@ _BLOCK = 32768  # rows at a time: a float64 column of them is 256 KiB, cache-siz
 
 
 def _arrays():
+    """The array algebra: each primitive's array form, as its table row names it."""
     import numpy as np
 
-    def flag(compare):
-        return lambda a, b: compare(a, b).astype(np.float64)
-
-    def sign(x):  # torch.sgn: zero for zero and for nan
-        return np.where(x > 0, 1.0, np.where(x < 0, -1.0, 0.0))
-
-    def sigmoid(x):  # PyTorch's formula, as in ieee.sigmoid
-        return 1.0 / (1.0 + np.exp(-x))
-
-    forwards = {
-        'add': np.add, 'sub': np.subtract, 'mul': np.multiply, 'div': np.divide,
-        'neg': np.negative, 'pos': np.positive, 'pow': np.power,
-        'sin': np.sin, 'cos': np.cos, 'tan': np.tan, 'asin': np.arcsin, 'acos': np.arccos,
-        'atan': np.arctan, 'sinh': np.sinh, 'cosh': np.cosh, 'tanh': np.tanh,
-        'exp': np.exp, 'log': np.log, 'log2': np.log2, 'log10': np.log10, 'sqrt': np.sqrt,
-        'abs': np.abs, 'sigmoid': sigmoid, 'relu': lambda x: np.where(x < 0, 0.0, x),
-        # As ieee.minimum/maximum: nan wins, and a tie returns the first argument
-        # (so max(-0.0, 0.0) is -0.0, as in torch); np.maximum returns the second.
-        'min': lambda a, b: np.where((a <= b) | np.isnan(a), a, b),
-        'max': lambda a, b: np.where((a >= b) | np.isnan(a), a, b),
-        'atan2': np.arctan2,
-        'sign': sign, 'eq': flag(np.equal), 'lt': flag(np.less), 'ge': flag(np.greater_equal),
-        'where': lambda c, a, b: np.where(c, a, b),
-    }
-    missing = set(PRIMITIVES) - set(forwards)
-    if missing:
-        raise NotImplementedError(f'no array form for {sorted(missing)}')
+    from . import arrays
+    forwards = {row.name: getattr(arrays, row.array, None) or getattr(np, row.array)
+                for row in PRIMITIVES.values()}
     return np, SimpleNamespace(coerce=lambda v: np.asarray(v, dtype=np.float64), **forwards)
 
 

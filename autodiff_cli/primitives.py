@@ -1,7 +1,8 @@
 """The table of primitives: each op declared once, with its derivative.
 
 A row gives the op's name, arity, forward function (float64, IEEE results,
-see ieee.py), how it is drawn, and its vector-Jacobian product.
+see ieee.py), its vector-Jacobian product, how it is written, and the name
+of its form over arrays (NumPy's, or arrays.py's where NumPy differs).
 
 A VJP rule is `rule(k, g, out, *args) -> one cotangent per argument`: `g` is
 the gradient arriving at the op's output, `out` its forward value and `args`
@@ -31,7 +32,9 @@ LN10 = 2.3025850929940456
 class Primitive(NamedTuple):
     name: str
     arity: int
-    forward: Callable
+    forward: Callable           # on floats
+    array: str                  # its form on arrays, for batches: the function of that name
+                                # in arrays.py where NumPy's differs from `forward`, else NumPy's
     vjp: Callable
     symbol: str | None = None   # infix or prefix operator, e.g. '*'; None for calls
     callable: bool = False      # callable by name in the language, e.g. sin(x)
@@ -75,55 +78,60 @@ _ROWS = [
     # ---- operators ----
     # (operator.add and friends rather than lambdas: derivative rules call them
     # through the algebra too, and a C function is half the cost of a call.)
-    Primitive('add', 2, operator.add, lambda k, g, out, a, b: (g, g), '+'),
-    Primitive('sub', 2, operator.sub, lambda k, g, out, a, b: (g, k.neg(g)), '-'),
-    Primitive('mul', 2, operator.mul,
+    Primitive('add', 2, operator.add, 'add', lambda k, g, out, a, b: (g, g), '+'),
+    Primitive('sub', 2, operator.sub, 'subtract', lambda k, g, out, a, b: (g, k.neg(g)), '-'),
+    Primitive('mul', 2, operator.mul, 'multiply',
               lambda k, g, out, a, b: (k.mul(g, b), k.mul(g, a)), '*'),
-    Primitive('div', 2, ieee.div,
+    Primitive('div', 2, ieee.div, 'divide',
               lambda k, g, out, a, b: (k.div(g, b), k.neg(k.mul(g, k.div(k.div(a, b), b)))), '/'),
-    Primitive('neg', 1, operator.neg, lambda k, g, out, a: (k.neg(g),), '-'),
-    Primitive('pos', 1, lambda a: a, lambda k, g, out, a: (g,), '+'),
-    Primitive('pow', 2, ieee.power, _pow_vjp, '^', callable=True),
+    Primitive('neg', 1, operator.neg, 'negative', lambda k, g, out, a: (k.neg(g),), '-'),
+    Primitive('pos', 1, lambda a: a, 'positive', lambda k, g, out, a: (g,), '+'),
+    Primitive('pow', 2, ieee.power, 'power', _pow_vjp, '^', callable=True),
 
     # ---- one-argument functions ----
-    Primitive('sin', 1, ieee.sin, lambda k, g, out, a: (k.mul(g, k.cos(a)),), callable=True),
-    Primitive('cos', 1, ieee.cos, lambda k, g, out, a: (k.mul(g, k.neg(k.sin(a))),), callable=True),
-    Primitive('tan', 1, ieee.tan,
+    Primitive('sin', 1, ieee.sin, 'sin', lambda k, g, out, a: (k.mul(g, k.cos(a)),), callable=True),
+    Primitive('cos', 1, ieee.cos, 'cos',
+              lambda k, g, out, a: (k.mul(g, k.neg(k.sin(a))),), callable=True),
+    Primitive('tan', 1, ieee.tan, 'tan',
               lambda k, g, out, a: (k.mul(g, k.add(1.0, k.mul(out, out))),), callable=True),
-    Primitive('asin', 1, ieee.asin,
+    Primitive('asin', 1, ieee.asin, 'arcsin',
               lambda k, g, out, a: (k.div(g, k.sqrt(k.sub(1.0, k.mul(a, a)))),), callable=True),
-    Primitive('acos', 1, ieee.acos,
+    Primitive('acos', 1, ieee.acos, 'arccos',
               lambda k, g, out, a: (k.neg(k.div(g, k.sqrt(k.sub(1.0, k.mul(a, a))))),),
               callable=True),
-    Primitive('atan', 1, math.atan,
+    Primitive('atan', 1, math.atan, 'arctan',
               lambda k, g, out, a: (k.div(g, k.add(k.mul(a, a), 1.0)),), callable=True),
-    Primitive('sinh', 1, ieee.sinh, lambda k, g, out, a: (k.mul(g, k.cosh(a)),), callable=True),
-    Primitive('cosh', 1, ieee.cosh, lambda k, g, out, a: (k.mul(g, k.sinh(a)),), callable=True),
-    Primitive('tanh', 1, math.tanh,
+    Primitive('sinh', 1, ieee.sinh, 'sinh',
+              lambda k, g, out, a: (k.mul(g, k.cosh(a)),), callable=True),
+    Primitive('cosh', 1, ieee.cosh, 'cosh',
+              lambda k, g, out, a: (k.mul(g, k.sinh(a)),), callable=True),
+    Primitive('tanh', 1, math.tanh, 'tanh',
               lambda k, g, out, a: (k.mul(g, k.sub(1.0, k.mul(out, out))),), callable=True),
-    Primitive('exp', 1, ieee.exp, lambda k, g, out, a: (k.mul(g, out),), callable=True),
-    Primitive('log', 1, ieee.log, lambda k, g, out, a: (k.div(g, a),), callable=True),
-    Primitive('log2', 1, ieee.log2, lambda k, g, out, a: (k.div(g, k.mul(a, LN2)),), callable=True),
-    Primitive('log10', 1, ieee.log10,
+    Primitive('exp', 1, ieee.exp, 'exp', lambda k, g, out, a: (k.mul(g, out),), callable=True),
+    Primitive('log', 1, ieee.log, 'log', lambda k, g, out, a: (k.div(g, a),), callable=True),
+    Primitive('log2', 1, ieee.log2, 'log2',
+              lambda k, g, out, a: (k.div(g, k.mul(a, LN2)),), callable=True),
+    Primitive('log10', 1, ieee.log10, 'log10',
               lambda k, g, out, a: (k.div(g, k.mul(a, LN10)),), callable=True),
-    Primitive('sqrt', 1, ieee.sqrt, lambda k, g, out, a: (k.div(g, k.mul(2.0, out)),), callable=True),
-    Primitive('abs', 1, abs, lambda k, g, out, a: (k.mul(g, k.sign(a)),), callable=True),
-    Primitive('sigmoid', 1, ieee.sigmoid,
+    Primitive('sqrt', 1, ieee.sqrt, 'sqrt',
+              lambda k, g, out, a: (k.div(g, k.mul(2.0, out)),), callable=True),
+    Primitive('abs', 1, abs, 'abs', lambda k, g, out, a: (k.mul(g, k.sign(a)),), callable=True),
+    Primitive('sigmoid', 1, ieee.sigmoid, 'sigmoid',
               lambda k, g, out, a: (k.mul(k.mul(g, k.sub(1.0, out)), out),), callable=True),
-    Primitive('relu', 1, ieee.relu, lambda k, g, out, a: (k.where(k.ge(0.0, out), 0.0, g),),
+    Primitive('relu', 1, ieee.relu, 'relu', lambda k, g, out, a: (k.where(k.ge(0.0, out), 0.0, g),),
               callable=True),
 
     # ---- two-argument functions ----
-    Primitive('min', 2, ieee.minimum, _min_vjp, callable=True),
-    Primitive('max', 2, ieee.maximum, _max_vjp, callable=True),
-    Primitive('atan2', 2, math.atan2, _atan2_vjp, callable=True),
+    Primitive('min', 2, ieee.minimum, 'minimum', _min_vjp, callable=True),
+    Primitive('max', 2, ieee.maximum, 'maximum', _max_vjp, callable=True),
+    Primitive('atan2', 2, math.atan2, 'arctan2', _atan2_vjp, callable=True),
 
     # ---- internal: used by derivative rules, not callable from the language ----
-    Primitive('sign', 1, ieee.sign, _zero),
-    Primitive('eq', 2, ieee.eq, _zero),
-    Primitive('lt', 2, ieee.lt, _zero),
-    Primitive('ge', 2, ieee.ge, _zero),
-    Primitive('where', 3, ieee.where,
+    Primitive('sign', 1, ieee.sign, 'sign', _zero),
+    Primitive('eq', 2, ieee.eq, 'eq', _zero),
+    Primitive('lt', 2, ieee.lt, 'lt', _zero),
+    Primitive('ge', 2, ieee.ge, 'ge', _zero),
+    Primitive('where', 3, ieee.where, 'where',
               lambda k, g, out, c, a, b: (0.0, k.where(c, g, 0.0), k.where(c, 0.0, g))),
 ]
 

@@ -206,3 +206,10 @@ def test_a_json_integer_beyond_float64(run_cli, tmp_path):
     path = write(tmp_path, 'p.jsonl', '{"x": 1}\n{"x": ' + '9' * 400 + '}\n')
     code, out, err = run_cli('eval', 'x', '--points', path)
     assert (code, out) == (2, '') and 'line 2:' in err and 'too large for a float64' in err
+
+
+def test_every_row_names_an_array_form_that_exists():
+    from autodiff_cli.batch import _arrays
+    from autodiff_cli.primitives import PRIMITIVES
+    _, arrays = _arrays()
+    assert all(callable(getattr(arrays, name)) for name in PRIMITIVES)
