@@ -11,7 +11,6 @@ import io
 import os
 import re
 import stat
-import tempfile
 
 from .cli import Exit, UsageError, _where, input_values, parse_bindings, read_program
 from .errors import AdgradError
@@ -286,6 +285,7 @@ def write_atomic(path, data):
         return
     if info is not None and not os.access(target, os.W_OK):
         raise _cannot(path, 'permission denied')
+    import tempfile  # with random and shutil, ~5 ms: not on every command's start-up
     try:
         fd, temporary = tempfile.mkstemp(dir=folder, prefix=f'.{os.path.basename(target)}.',
                                          suffix='.tmp')
