@@ -17,6 +17,7 @@ from .evaluate import check_names
 from .output import FORMATS
 from .parse import without_cycle_collection
 
+_WINDOW = 100  # characters of a long source line shown around an error's caret
 _FLOAT = re.compile(r'[+-]?((\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|inf|infinity|nan)', re.I)
 _NUMBER = re.compile(r'-(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?')
 _BINDING = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)=(.*)', re.S)
@@ -45,8 +46,8 @@ def _read(path):
     name = '<stdin>' if path == '-' else path
     try:
         if path == '-':
-            return sys.stdin.read()
-        with open(path, encoding='utf-8') as f:
+            return sys.stdin.read().removeprefix('\ufeff')
+        with open(path, encoding='utf-8-sig') as f:  # -sig: a spreadsheet's byte-order mark
             return f.read()
     except OSError as error:
         raise UsageError(f'cannot read {name}: {error.strerror}') from None
@@ -75,6 +76,8 @@ def parse_bindings(words):
         if not match:
             raise UsageError(f"bad binding '{word}': write NAME=VALUE, such as x=2 or x=pi/4")
         name, text = match.groups()
+        if not text.strip():
+            raise UsageError(f"bad binding '{word}': no value after '='")
         if name in CONSTANTS:
             raise UsageError(f"cannot bind the constant '{name}'")
         if name in bindings:
@@ -133,6 +136,8 @@ def _gradient_names(graph, args):
 def run(args, out, warn):
     from .lower import lower
 
+    if args.points == '-' and (args.file == '-' or (args.file is None and args.words[:1] == ['-'])):
+        raise UsageError('the program and the points cannot both come from standard input')
     source, words = read_program(args)
     graph = lower(source)
     bindings = parse_bindings(words)
@@ -173,8 +178,6 @@ def run_points(args, graph, bindings, names, out, warn):
 
     if args.nodes:
         raise UsageError('--nodes shows one point; it does not go with --points')
-    if args.points == '-' and (args.file == '-' or args.words[:1] == ['-']):
-        raise UsageError('the program and the points cannot both come from standard input')
     name = args.points if args.points != '-' else '<stdin>'
     points = read_points(_read(args.points), name)
     fills = input_values(graph, bindings, warn)
@@ -394,7 +397,15 @@ def _error_lines(error):
         return [f'adgrad: error: {error.message}']
     line, column, text = location
     where = f'line {line}, column {column}' if error.source.count('\n') else f'column {column}'
-    return [f'adgrad: error: {error.message} ({where})', f'  {text}', '  ' + ' ' * (column - 1) + '^']
+    # Show at most a window of the line around the caret, tabs as single spaces,
+    # so the caret stays under its character whatever the terminal does.
+    start = max(0, column - 1 - _WINDOW // 2)
+    shown = text[start:start + _WINDOW].replace('\t', ' ')
+    if start:
+        shown, column = '…' + shown[1:], column - start
+    if start + _WINDOW < len(text):
+        shown = shown[:-1] + '…'
+    return [f'adgrad: error: {error.message} ({where})', f'  {shown}', '  ' + ' ' * (column - 1) + '^']
 
 
 def main(argv=None):
@@ -418,7 +429,9 @@ def main(argv=None):
         args.format_given = getattr(args, 'format', None) is not None
         if not args.format_given:
             args.format = 'table' if out.isatty() else 'plain'
-        return int(args.run(args, out, warn))
+        code = int(args.run(args, out, warn))
+        out.flush()  # a full disk shows here, inside the error handling, not at exit
+        return code
     except SystemExit as done:  # argparse after --help and --version
         return done.code or 0
     except KeyboardInterrupt:
@@ -430,6 +443,11 @@ def main(argv=None):
         # complaining again when it flushes stdout at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return Exit.OK
+    except OSError as error:  # reading is checked where it happens; this is the output
+        if show_traceback:
+            raise
+        print(f'adgrad: error: cannot write the output: {error.strerror or error}', file=err)
+        return Exit.USAGE
     except AdgradError as error:
         if show_traceback:
             raise

@@ -198,6 +198,8 @@ class _Lowering:
             arity = len(self.blocks[name][0])
         elif name in self.defined_later:
             raise self.error(f"block '{name}' is used before its definition", start)
+        elif name in self.bindings or name in self.inputs or name in CONSTANTS:
+            raise self.error(f"'{name}' is a value, not a function", start)
         else:
             known = set(FUNCTIONS) | set(self.blocks)
             raise self.error(f"unknown function '{name}'{did_you_mean(name, known)}", start)

@@ -124,7 +124,10 @@ def _cell(x):
 
 
 def _json_value(x):
-    """A cell read from JSON Lines, as it was (but inf and nan as strings)."""
+    """A cell read from JSON Lines, as it was (but inf and nan as strings, and an
+    integer past 64 bits, which orjson cannot write, as a float)."""
+    if isinstance(x, int) and not isinstance(x, bool) and not -2**63 <= x < 2**64:
+        x = float(x)
     return _json_number(x) if isinstance(x, float) else x
 
 

@@ -68,6 +68,9 @@ def read_points(text, name):
     if not header:
         raise AdgradError(f'{name}: empty: the first line must name the columns')
     header = [c.strip() for c in header]
+    twice = [c for i, c in enumerate(header) if c in header[:i]]
+    if twice:
+        raise AdgradError(f"{name}: line 1: the column '{twice[0]}' appears twice")
     if not _BLANK_LINE.search(text) and lines[-1].strip():
         return Points(name, kind, header, lines[1:])  # the common case: no loop in Python
     numbered = [(n, line) for n, line in enumerate(lines[1:], 2) if line.strip()]

@@ -213,3 +213,23 @@ def test_every_row_names_an_array_form_that_exists():
     from autodiff_cli.primitives import PRIMITIVES
     _, arrays = _arrays()
     assert all(callable(getattr(arrays, name)) for name in PRIMITIVES)
+
+
+def test_header_bom_and_duplicate_columns(run_cli, tmp_path):
+    path = tmp_path / 'bom.csv'
+    path.write_bytes('\ufeffx,y\n2,3\n'.encode())
+    assert run_cli('eval', 'x*y', '--points', str(path))[1] == 'x,y,value\n2,3,6.0\n'
+    code, out, err = run_cli('eval', 'x', '--points', write(tmp_path, 'd.csv', 'x,x\n1,2\n'))
+    assert (code, out) == (2, '') and "the column 'x' appears twice" in err
+
+
+def test_program_and_points_cannot_both_be_stdin(run_cli, monkeypatch):
+    monkeypatch.setattr(sys, 'stdin', io.StringIO('x\n1\n'))
+    code, _, err = run_cli('grad', '-', '--points', '-')
+    assert code == 2 and 'cannot both come from standard input' in err
+
+
+def test_huge_json_integers_are_echoed(run_cli, tmp_path):
+    path = write(tmp_path, 'p.jsonl', '{"id": 12345678901234567890123, "x": 1}\n')
+    assert json.loads(run_cli('eval', 'x', '--points', path)[1]) == \
+        {'id': 1.2345678901234568e22, 'x': 1, 'value': 1.0}

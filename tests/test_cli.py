@@ -228,3 +228,35 @@ def test_a_bug_is_one_line_and_exit_70(run_cli, monkeypatch):
                    '(run with --traceback and report it)\n')
     with pytest.raises(ZeroDivisionError):
         run_cli('eval', 'x', 'x=1', '--traceback')
+
+
+def test_error_lines_show_a_window_around_the_caret(run_cli):
+    text = '(' * 5000 + 'x'
+    code, _, err = run_cli('eval', text, 'x=1')
+    message, shown, caret = err.splitlines()
+    assert code == 2 and len(shown) < 110 and shown.endswith('x')
+    assert caret.index('^') == len(shown)  # just past the x: the input ended too soon
+    code, _, err = run_cli('eval', 'x\t+\tsinn(x)', 'x=1')
+    _, shown, caret = err.splitlines()
+    assert '\t' not in shown and shown[caret.index('^'):].startswith('sinn')
+
+
+def test_calling_a_value(run_cli):
+    code, _, err = run_cli('eval', 'g = 1; g(2)')
+    assert code == 2 and "'g' is a value, not a function" in err
+    assert "'pi' is a value, not a function" in run_cli('eval', 'pi(2)')[2]
+
+
+def test_empty_binding_value(run_cli):
+    code, _, err = run_cli('eval', 'x', 'x=')
+    assert code == 2 and err == "adgrad: error: bad binding 'x=': no value after '='\n"
+
+
+def test_a_full_disk_is_one_line(tmp_path):
+    if not os.path.exists('/dev/full'):
+        pytest.skip('no /dev/full here')
+    with open('/dev/full', 'w') as full:
+        done = subprocess.run(_script() + ['eval', 'x', 'x=1'], stdout=full,
+                              stderr=subprocess.PIPE, text=True)
+    assert done.returncode == 2
+    assert done.stderr == 'adgrad: error: cannot write the output: No space left on device\n'
