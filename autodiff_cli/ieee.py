@@ -43,35 +43,26 @@ def exp(x):
         return inf
 
 
-def _logarithm(fn):
-    def log(x):
-        try:
-            return fn(x)
-        except ValueError:
-            return -inf if x == 0 else nan
-    return log
-
-
-log = _logarithm(math.log)
-log2 = _logarithm(math.log2)
-log10 = _logarithm(math.log10)
-
-
-def _nan_outside_domain(fn):
+def _outside_domain(fn, at_zero=nan):
+    """fn, giving nan where math raises for leaving its domain, and `at_zero`
+    where that happens at 0 (the pole of the logarithms)."""
     def wrapped(x):
         try:
             return fn(x)
         except ValueError:
-            return nan
+            return at_zero if x == 0 else nan
     return wrapped
 
 
-sqrt = _nan_outside_domain(math.sqrt)
-sin = _nan_outside_domain(math.sin)
-cos = _nan_outside_domain(math.cos)
-tan = _nan_outside_domain(math.tan)
-asin = _nan_outside_domain(math.asin)
-acos = _nan_outside_domain(math.acos)
+log = _outside_domain(math.log, at_zero=-inf)
+log2 = _outside_domain(math.log2, at_zero=-inf)
+log10 = _outside_domain(math.log10, at_zero=-inf)
+sqrt = _outside_domain(math.sqrt)
+sin = _outside_domain(math.sin)
+cos = _outside_domain(math.cos)
+tan = _outside_domain(math.tan)
+asin = _outside_domain(math.asin)
+acos = _outside_domain(math.acos)
 
 
 def sinh(x):

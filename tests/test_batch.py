@@ -82,29 +82,20 @@ def test_empty_cells_take_defaults(run_cli, tmp_path):
     assert out == 'x,y,value\n1,,100.0\n3,4,12.0\n'
 
 
-@pytest.mark.parametrize('text, message', [
-    ('x,y\n1,2\n3\n', 'line 3: 1 fields where the header has 2'),
-    ('x,y\n1,2\n\n3,oops\n', "line 4: 'y' is 'oops', not a number"),
-    ('x,y\n1,2\n3,\n', "line 3: no value for 'y'"),
-    ('x\n1\n', "no value for 'y': the points have no such column"),
-    ('x,y,value\n1,2,3\n', "already have a column 'value'"),
-    ('', 'empty'),
+@pytest.mark.parametrize('name, text, message', [
+    ('p.csv', 'x,y\n1,2\n3\n', 'line 3: 1 fields where the header has 2'),
+    ('p.csv', 'x,y\n1,2\n\n3,oops\n', "line 4: 'y' is 'oops', not a number"),
+    ('p.csv', 'x,y\n1,2\n3,\n', "line 3: no value for 'y'"),
+    ('p.csv', 'x\n1\n', "no value for 'y': the points have no such column"),
+    ('p.csv', 'x,y,value\n1,2,3\n', "already have a column 'value'"),
+    ('p.csv', '', 'empty'),
+    ('p.jsonl', '{"x": 1, "y": 2}\n{"x": "1.5", "y": 2}\n', "line 2: 'x' is '1.5', not a number"),
+    ('p.jsonl', '{"x": 1, "y": 2}\n[1, 2]\n', 'line 2: expected a JSON object'),
+    ('p.jsonl', '{"x": 1, "y": 2}\n{"x": 1,\n', 'line 2: not JSON'),
 ])
-def test_bad_rows_name_their_line_and_print_nothing(run_cli, tmp_path, text, message):
-    path = write(tmp_path, 'p.csv', text)
-    code, out, err = run_cli('grad', 'x*y', '--points', path)
+def test_bad_rows_name_their_line_and_print_nothing(run_cli, tmp_path, name, text, message):
+    code, out, err = run_cli('grad', 'x*y', '--points', write(tmp_path, name, text))
     assert (code, out) == (2, '') and message in err and len(err.splitlines()) == 1
-
-
-@pytest.mark.parametrize('text, message', [
-    ('{"x": 1, "y": 2}\n{"x": "1.5", "y": 2}\n', "line 2: 'x' is '1.5', not a number"),
-    ('{"x": 1, "y": 2}\n[1, 2]\n', 'line 2: expected a JSON object'),
-    ('{"x": 1, "y": 2}\n{"x": 1,\n', 'line 2: not JSON'),
-])
-def test_bad_json_lines(run_cli, tmp_path, text, message):
-    path = write(tmp_path, 'p.jsonl', text)
-    code, out, err = run_cli('grad', 'x*y', '--points', path)
-    assert (code, out) == (2, '') and message in err
 
 
 def test_csv_and_json_round_trip_to_the_same_numbers(run_cli, tmp_path):
