@@ -102,12 +102,12 @@ def first_nonfinite(values):
     return None
 
 
-def check_names(graph, names, what='variable'):
+def check_names(graph, names):
     """Raise for a name that is not an input of the graph."""
     for name in names:
         if name not in graph.inputs:
             hint = did_you_mean(name, graph.inputs)
-            raise AdgradError(f"'{name}' is not a {what} of the expression{hint}")
+            raise AdgradError(f"'{name}' is not a variable of the expression{hint}")
 
 
 __all__ = ['forward', 'backward', 'first_nonfinite', 'check_names', 'NumericalError']

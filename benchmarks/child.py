@@ -83,12 +83,8 @@ def numpy_logistic(rows, reps):
 
 
 def batch_logistic(path, rows, reps):
-    """adgrad's batch core on the same points: the hook for `grad --points`.
-
-    It calls autodiff_cli.batch.run_batch(graph, columns, rows, wrt), the
-    array evaluation behind --points; if that interface changes, change
-    this call.
-    """
+    """adgrad's batch core on the same points: autodiff_cli.batch.run_batch,
+    the array evaluation behind `grad --points`."""
     from autodiff_cli import lower
     from autodiff_cli.batch import run_batch
     graph = lower(Path(path).read_text(encoding='utf-8'))

@@ -284,20 +284,11 @@ class Bench:
             f'sum_of_products-{terms}.ad`: the largest maximum resident set size of '
             f'{len(times)} run(s).')]
 
-    # ---- batches: measured once `adgrad grad --points` exists ----
+    # ---- batches ----
 
     def batch(self):
         rows_n = self.sizes['batch_rows']
         logistic = ROOT / 'samples' / 'logistic.ad'
-        help_text = subprocess.run(self.adgrad + ['grad', '--help'], capture_output=True,
-                                   text=True).stdout
-        if '--points' not in help_text or not logistic.exists():
-            reason = 'not yet available: `adgrad grad --points` does not exist yet'
-            return [Figure(f'batch: gradient of samples/logistic.ad at {rows_n:,} points, '
-                           'compute core ÷ hand-written NumPy', reason, '≤ 2×', 'n/a',
-                           'Measured by `Bench.batch_core` once --points exists.'),
-                    Figure(f'batch: CSV in to CSV out, {rows_n:,} rows, whole process', reason,
-                           '≤ 5 s', 'n/a', 'Measured by `Bench.batch_csv` once --points exists.')]
         return [self.batch_core(logistic, rows_n), self.batch_csv(logistic, rows_n)]
 
     def batch_core(self, logistic, rows_n):
