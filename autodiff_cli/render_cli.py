@@ -131,10 +131,11 @@ def _check_size(graph, limit, what, spread=SPREAD):
     nodes = len(graph.nodes)
     ways_out = 'or write --format dot and lay it out yourself'
     if nodes > limit:
+        why = ('a table that long would be slow to draw and hard to read' if spread is None
+               else 'laying it out would be slow and the picture unreadable')
         raise UsageError(
             f'the graph has {nodes} nodes, more than the limit of {limit} for {what}: '
-            f'laying it out would be slow and the picture unreadable. Raise the limit '
-            f'with --max-nodes {nodes}, {ways_out}')
+            f'{why}. Raise the limit with --max-nodes {nodes}, {ways_out}')
     if spread is None:
         return nodes
     size = layout_size(scene(graph))
