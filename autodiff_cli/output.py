@@ -8,6 +8,8 @@ Numbers print in shortest round-trip form, so float(text) == value.
 import json
 import math
 
+from .points import ABSENT
+
 FORMATS = ('table', 'plain', 'json', 'jsonl', 'csv', 'tsv')
 _CHUNK = 65536  # rows formatted at a time: bounds memory, paces the progress bar
 
@@ -120,7 +122,7 @@ def _cell(x):
         return number(x)
     if isinstance(x, str):
         return x
-    return '' if x is None else json.dumps(x)
+    return '' if x is None or x is ABSENT else json.dumps(x)
 
 
 def _json_value(x):
@@ -186,9 +188,9 @@ def write_rows(fmt, header, rows, computed, file, advance=None, echo=None, cells
             import orjson
             numbers = [column[start:stop].tolist() for column in computed]
             as_json = _json_cell if cells_are_text else _json_value
-            objects = [orjson.dumps(dict(zip(header, [*map(as_json, rows[i]),
-                                                      *(_json_number(n[i - start]) for n in numbers)])))
-                       .decode() for i in range(start, stop)]
+            objects = [orjson.dumps({k: v for k, v in zip(header, [
+                *map(as_json, rows[i]), *(_json_number(n[i - start]) for n in numbers)])
+                if v is not ABSENT}).decode() for i in range(start, stop)]
             if fmt == 'jsonl':
                 file.write('\n'.join(objects) + '\n')
             else:

@@ -15,6 +15,9 @@ import re
 
 from .errors import AdgradError
 
+# A key that a JSON object lacks: empty in CSV, left out again in JSON Lines.
+ABSENT = type('Absent', (), {'__repr__': lambda self: 'ABSENT'})()
+
 _NON_FINITE = {'inf': math.inf, '-inf': -math.inf, 'nan': math.nan}
 
 
@@ -45,7 +48,7 @@ class Points:
     def rows(self):
         """Each row as a list of cells, one per header column."""
         if self.kind == 'jsonl':
-            return [[row.get(k) for k in self.header] for row in self.objects]
+            return [[row.get(k, ABSENT) for k in self.header] for row in self.objects]
         if self._rows is None:
             self._rows = list(csv.reader(self.lines, delimiter=self.delimiter))
             width = len(self.header)
@@ -137,7 +140,7 @@ def _number(cell, variable, fills, points, line):
             return float(cell)
         except OverflowError:  # a JSON integer past float64's range
             raise points.error(line, f"'{variable}' is {cell}, too large for a float64") from None
-    if cell is None or (isinstance(cell, str) and cell.strip() == ''):
+    if cell is None or cell is ABSENT or (isinstance(cell, str) and cell.strip() == ''):
         if variable in fills:
             return fills[variable]
         raise points.error(line, f"no value for '{variable}'")

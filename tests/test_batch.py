@@ -72,7 +72,7 @@ def test_jsonl_in_jsonl_out_with_defaults_and_bindings(run_cli, tmp_path):
     path = write(tmp_path, 'p.jsonl', '{"x": 1}\n\n{"x": 2, "y": 7}\n')
     out = run_cli('grad', 'input y = 3\nx*y*z', 'z=10', '--points', path)[1]
     rows = [json.loads(line) for line in out.splitlines()]
-    assert rows == [{'x': 1, 'y': None, 'value': 30.0, 'd_x': 30.0, 'd_y': 10.0, 'd_z': 3.0},
+    assert rows == [{'x': 1, 'value': 30.0, 'd_x': 30.0, 'd_y': 10.0, 'd_z': 3.0},
                     {'x': 2, 'y': 7, 'value': 140.0, 'd_x': 70.0, 'd_y': 20.0, 'd_z': 14.0}]
 
 
