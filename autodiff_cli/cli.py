@@ -115,6 +115,15 @@ def _where(graph, i):
     return f'{graph.text(i, 60) or graph.label(i)} (node {i})'
 
 
+def report_nonfinite(graph, values, strict, warn):
+    """One warning (an error under --strict) naming the first non-finite node."""
+    from .evaluate import first_nonfinite
+    bad = first_nonfinite(values)
+    if bad is not None:
+        _numerical(f'{_where(graph, bad)} is {values[bad]!r}, the first non-finite value',
+                   strict, warn)
+
+
 def _gradient_names(graph, args):
     if args.command != 'grad':
         return []
@@ -148,14 +157,11 @@ def run(args, out, warn):
 
 
 def run_point(args, graph, inputs, names, out, warn):
-    from .evaluate import backward, first_nonfinite, forward
+    from .evaluate import backward, forward
     from .output import node_records, write
 
     values = forward(graph, inputs)
-    bad = first_nonfinite(values)
-    if bad is not None:
-        _numerical(f'{_where(graph, bad)} is {values[bad]!r}, the first non-finite value',
-                   args.strict, warn)
+    report_nonfinite(graph, values, args.strict, warn)
     result = {'value': values[graph.output], 'inputs': {n: inputs[n] for n in sorted(graph.inputs)}}
     grads = backward(graph, values) if args.command == 'grad' else None
     if grads is not None:

@@ -12,7 +12,7 @@ import os
 import re
 import stat
 
-from .cli import Exit, UsageError, _where, input_values, parse_bindings, read_program
+from .cli import Exit, UsageError, input_values, parse_bindings, read_program, report_nonfinite
 from .errors import AdgradError
 
 FORMATS = ('svg', 'png', 'pdf', 'dot', 'text')
@@ -42,7 +42,7 @@ INSTALL_GRAPHVIZ = ("Graphviz's dot program was not found: install Graphviz "
 # ---- what to draw ----
 
 def run_render(args, out, warn):
-    from .evaluate import backward, first_nonfinite, forward
+    from .evaluate import backward, forward
     from .lower import lower
     from .render import LARGE, render
 
@@ -62,9 +62,7 @@ def run_render(args, out, warn):
     values = grads = None
     if mode != 'structure':
         values = forward(graph, values_in)   # names the missing variable, with a caret
-        bad = first_nonfinite(values)
-        if bad is not None:   # drawn as is; worth a word, as in eval and grad
-            warn(f'{_where(graph, bad)} is {values[bad]!r}, the first non-finite value')
+        report_nonfinite(graph, values, False, warn)   # drawn as is; worth a word
         if mode == 'backward':
             grads = backward(graph, values)
 
