@@ -10,7 +10,7 @@
 __version__ = '0.1.0'
 
 from .errors import AdgradError, NumericalError  # noqa: E402
-from .evaluate import backward, forward  # noqa: E402
-from .lower import constant, lower  # noqa: E402
+from .core.passes import backward, forward  # noqa: E402
+from .language.lower import constant, lower  # noqa: E402
 
 __all__ = ['AdgradError', 'NumericalError', 'backward', 'constant', 'forward', 'lower']

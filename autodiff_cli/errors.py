@@ -22,3 +22,14 @@ class AdgradError(Exception):
 
 class NumericalError(AdgradError):
     """A non-finite value under --strict."""
+
+
+class UsageError(AdgradError):
+    """Bad usage of the command line: a missing value, a bad option."""
+
+
+def did_you_mean(name, candidates):
+    """'; did you mean 'sin'?' for the closest candidate, or ''."""
+    import difflib  # ~8 ms to import; only an error message needs it
+    close = difflib.get_close_matches(name, sorted(candidates), n=1)
+    return f"; did you mean '{close[0]}'?" if close else ''

@@ -86,7 +86,7 @@ def batch_logistic(path, rows, reps):
     """adgrad's batch core on the same points: autodiff_cli.batch.run_batch,
     the array evaluation behind `grad --points`."""
     from autodiff_cli import lower
-    from autodiff_cli.batch import run_batch
+    from autodiff_cli.core.batch import run_batch
     graph = lower(Path(path).read_text(encoding='utf-8'))
     columns = dict(logistic_points(rows), **LOGISTIC_WEIGHTS)
     names = sorted(graph.inputs)

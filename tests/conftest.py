@@ -25,7 +25,7 @@ def same(a, b, rel=1e-12, abs_=1e-12):
 @pytest.fixture
 def run_cli(capsys):
     """Run main() in-process: (exit code, stdout, stderr)."""
-    from autodiff_cli.cli import main
+    from autodiff_cli.cli.main import main
 
     def run(*argv):
         code = main(list(argv))

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from autodiff_cli import lower
-from autodiff_cli.batch import run_batch
+from autodiff_cli.core.batch import run_batch
 
 from conftest import evaluate, same
 from test_primitives import CASES
@@ -200,8 +200,8 @@ def test_a_json_integer_beyond_float64(run_cli, tmp_path):
 
 
 def test_every_row_names_an_array_form_that_exists():
-    from autodiff_cli.batch import _arrays
-    from autodiff_cli.primitives import PRIMITIVES
+    from autodiff_cli.core.batch import _arrays
+    from autodiff_cli.core.primitives import PRIMITIVES
     _, arrays = _arrays()
     assert all(callable(getattr(arrays, name)) for name in PRIMITIVES)
 

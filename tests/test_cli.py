@@ -217,11 +217,11 @@ def test_binding_values_follow_the_language(run_cli):
 
 
 def test_a_bug_is_one_line_and_exit_70(run_cli, monkeypatch):
-    import autodiff_cli.evaluate
+    import autodiff_cli.core.passes
 
     def broken(*args, **kwargs):
         raise ZeroDivisionError('a planted bug')
-    monkeypatch.setattr(autodiff_cli.evaluate, 'forward', broken)
+    monkeypatch.setattr(autodiff_cli.core.passes, 'forward', broken)
     code, out, err = run_cli('eval', 'x', 'x=1')
     assert (code, out) == (70, '')
     assert err == ('adgrad: internal error: ZeroDivisionError: a planted bug '

@@ -3,7 +3,7 @@
 import pytest
 
 from autodiff_cli.errors import AdgradError
-from autodiff_cli.parse import parse
+from autodiff_cli.language.parse import parse
 
 SYMBOL = {'add': '+', 'sub': '-', 'mul': '*', 'div': '/', 'pow': '^'}
 

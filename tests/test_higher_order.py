@@ -10,8 +10,8 @@ import math
 import pytest
 
 from autodiff_cli import backward, forward, lower
-from autodiff_cli.graph import Node
-from autodiff_cli.primitives import PRIMITIVES
+from autodiff_cli.core.graph import Node
+from autodiff_cli.core.primitives import PRIMITIVES
 
 
 class Ref:

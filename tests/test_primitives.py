@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from autodiff_cli.primitives import FUNCTIONS, PRIMITIVES
+from autodiff_cli.core.primitives import FUNCTIONS, PRIMITIVES
 
 from conftest import evaluate, same
 

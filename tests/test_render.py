@@ -10,10 +10,10 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from autodiff_cli import backward, forward, lower
-from autodiff_cli.cli import main
-from autodiff_cli.graph import Graph, Node
-from autodiff_cli.render import JUST_DONE, KNOWN, layout_size, render, scene
-from autodiff_cli.steps import index_html, step_pictures, steps
+from autodiff_cli.cli.main import main
+from autodiff_cli.core.graph import Graph, Node
+from autodiff_cli.pictures.render import JUST_DONE, KNOWN, layout_size, render, scene
+from autodiff_cli.pictures.steps import index_html, step_pictures, steps
 
 BLOCKS = open(os.path.join(os.path.dirname(__file__), '..', 'samples', 'blocks.ad')).read()
 needs_dot = pytest.mark.skipif(shutil.which('dot') is None, reason='Graphviz is not installed')
@@ -402,7 +402,7 @@ def test_long_edges_are_refused_before_dot_runs(tmp_path, run_cli):
 
 
 def test_a_dot_that_never_finishes_is_stopped(tmp_path, monkeypatch, run_cli):
-    import autodiff_cli.render_cli as render_cli
+    import autodiff_cli.cli.render as render_cli
     fake = tmp_path / 'bin' / 'dot'
     fake.parent.mkdir()
     fake.write_text(f'#!/bin/sh\nexec {shutil.which("sleep")} 30\n')
@@ -548,5 +548,5 @@ def test_each_readme_picture_is_what_its_command_draws_today(path, command, tmp_
 
 
 def test_output_symbol_never_runs_out_of_names():
-    from autodiff_cli.render import output_symbol
+    from autodiff_cli.pictures.render import output_symbol
     assert output_symbol(lower('f + F + out + output + f_ + f_1')) == 'f_2'

@@ -15,13 +15,27 @@ the grammar, regenerate it with:
 """
 
 import json
-import os
 import re
+import zlib
 
-# Bump when the layout of the data below changes, so a stale shipped table is ignored.
-FORMAT = 1
+from .parse import FORMAT, SHIPPED, grammar_text
 
-SHIPPED = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'grammar_table.json')
+
+class NewlinesInParentheses:
+    """A new line inside parentheses is white space, as in Python."""
+
+    always_accept = ('_NEWLINE',)
+
+    def process(self, stream):
+        depth = 0
+        for token in stream:
+            if token.type == 'LPAR':
+                depth += 1
+            elif token.type == 'RPAR':
+                depth = max(depth - 1, 0)
+            elif token.type == '_NEWLINE' and depth:
+                continue
+            yield token
 
 
 def lark_parser(grammar):
@@ -32,7 +46,6 @@ def lark_parser(grammar):
     """
     from lark import Lark
 
-    from .parse import NewlinesInParentheses
     return Lark(grammar, start='program', parser='lalr', lexer='contextual',
                 keep_all_tokens=True, postlex=NewlinesInParentheses(),
                 maybe_placeholders=False)
@@ -88,7 +101,7 @@ def build(grammar):
     return {
         'format': FORMAT,
         'lark': lark_version,
-        'grammar': grammar,
+        'grammar_crc32': zlib.crc32(grammar.encode('utf-8')),
         'start': number[start],
         'end': number[table.end_states['program']],
         'terminals': lexer,
@@ -112,7 +125,6 @@ def dump(table):
 
 
 def main():
-    from .parse import grammar_text
     with open(SHIPPED, 'w', encoding='utf-8') as f:
         f.write(dump(build(grammar_text())))
     print(f'wrote {SHIPPED}')

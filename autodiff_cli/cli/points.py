@@ -13,7 +13,7 @@ import math
 import operator
 import re
 
-from .errors import AdgradError
+from ..errors import AdgradError
 
 # A key that a JSON object lacks: empty in CSV, left out again in JSON Lines.
 ABSENT = type('Absent', (), {'__repr__': lambda self: 'ABSENT'})()

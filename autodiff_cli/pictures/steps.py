@@ -14,8 +14,8 @@ import html
 import json
 from typing import NamedTuple
 
-from .evaluate import receives_gradient
-from .primitives import NUMBERS, PRIMITIVES
+from ..core.passes import receives_gradient
+from ..core.primitives import NUMBERS, PRIMITIVES
 from .render import (Frame, Picture, block_labels, node_symbol, number, output_symbol,
                      scene, style)
 

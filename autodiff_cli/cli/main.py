@@ -4,35 +4,22 @@
 """
 
 import argparse
-import enum
+import gc
 import math
 import os
 import re
 import sys
 import time
 
-from . import __version__
-from .errors import AdgradError, NumericalError
-from .evaluate import check_names
+from .. import __version__
+from ..errors import AdgradError, NumericalError, UsageError
+from ..core.passes import check_names
+from .common import (Exit, input_values, numerical, parse_bindings, read_program, read_text,
+                     report_nonfinite, where)
 from .output import FORMATS
-from .parse import without_cycle_collection
 
 _WINDOW = 100  # characters of a long source line shown around an error's caret
-_FLOAT = re.compile(r'[+-]?((\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|inf|infinity|nan)', re.I)
 _NUMBER = re.compile(r'-(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?')
-_BINDING = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)=(.*)', re.S)
-
-
-class Exit(enum.IntEnum):
-    OK = 0
-    NUMERICAL = 1   # a non-finite result under --strict
-    USAGE = 2       # bad usage or bad input
-    INTERNAL = 70   # a bug in adgrad (EX_SOFTWARE): not the user's input
-    INTERRUPTED = 130
-
-
-class UsageError(AdgradError):
-    pass
 
 
 class _Parser(argparse.ArgumentParser):
@@ -40,89 +27,7 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f'{message} (see {self.prog} --help)')
 
 
-# ---- input ----
-
-def _read(path):
-    name = '<stdin>' if path == '-' else path
-    try:
-        if path == '-':
-            return sys.stdin.read().removeprefix('\ufeff')
-        with open(path, encoding='utf-8-sig') as f:  # -sig: a spreadsheet's byte-order mark
-            return f.read()
-    except OSError as error:
-        raise UsageError(f'cannot read {name}: {error.strerror}') from None
-    except UnicodeDecodeError as error:
-        raise UsageError(f'cannot read {name}: byte {error.start} is not UTF-8 text') from None
-
-
-def read_program(args):
-    """(source, bindings words) from EXPR, -f FILE, or stdin for '-'."""
-    words = list(args.words)
-    if args.file is not None:
-        return _read(args.file), words
-    if not words:
-        raise UsageError('give an expression, -f FILE, or - to read standard input '
-                         f'(see adgrad {args.command} --help)')
-    expr = words.pop(0)
-    return (_read('-') if expr == '-' else expr), words
-
-
-def parse_bindings(words):
-    from .lower import constant
-    from .primitives import CONSTANTS
-    bindings = {}
-    for word in words:
-        match = _BINDING.fullmatch(word)
-        if not match:
-            raise UsageError(f"bad binding '{word}': write NAME=VALUE, such as x=2 or x=pi/4")
-        name, text = match.groups()
-        if not text.strip():
-            raise UsageError(f"bad binding '{word}': no value after '='")
-        if name in CONSTANTS:
-            raise UsageError(f"cannot bind the constant '{name}'")
-        if name in bindings:
-            raise UsageError(f"'{name}' is bound twice")
-        if _FLOAT.fullmatch(text.strip()):
-            bindings[name] = float(text)  # fast and exact; also inf and nan, for probing edges
-            continue
-        try:
-            bindings[name] = constant(text)
-        except AdgradError as error:
-            raise AdgradError(f'in {name}=: {error.message}', text, error.pos) from None
-    return bindings
-
-
-def input_values(graph, bindings, warn):
-    for name in bindings:
-        if name not in graph.inputs:
-            if any(node.name == name for node in graph.nodes):
-                raise UsageError(f"cannot bind '{name}': the program computes it")
-            warn(f"'{name}' is not used by the expression")
-    values = dict(graph.defaults)
-    values.update((k, v) for k, v in bindings.items() if k in graph.inputs)
-    return values
-
-
 # ---- commands ----
-
-def _numerical(message, strict, warn):
-    if strict:
-        raise NumericalError(message)
-    warn(message)
-
-
-def _where(graph, i):
-    return f'{graph.text(i, 60) or graph.label(i)} (node {i})'
-
-
-def report_nonfinite(graph, values, strict, warn):
-    """One warning (an error under --strict) naming the first non-finite node."""
-    from .evaluate import first_nonfinite
-    bad = first_nonfinite(values)
-    if bad is not None:
-        _numerical(f'{_where(graph, bad)} is {values[bad]!r}, the first non-finite value',
-                   strict, warn)
-
 
 def _gradient_names(graph, args):
     if args.command != 'grad':
@@ -141,9 +46,8 @@ def _gradient_names(graph, args):
 # resumed between lowering and evaluating, it would first re-scan the whole
 # graph (~40 ms per 10^5 nodes); freed when run() returns, the graph is never
 # scanned at all.
-@without_cycle_collection
 def run(args, out, warn):
-    from .lower import lower
+    from ..language.lower import lower
 
     if args.points == '-' and (args.file == '-' or (args.file is None and args.words[:1] == ['-'])):
         raise UsageError('the program and the points cannot both come from standard input')
@@ -157,7 +61,7 @@ def run(args, out, warn):
 
 
 def run_point(args, graph, inputs, names, out, warn):
-    from .evaluate import backward, forward
+    from ..core.passes import backward, forward
     from .output import node_records, write
 
     values = forward(graph, inputs)
@@ -168,7 +72,7 @@ def run_point(args, graph, inputs, names, out, warn):
         result['gradient'] = {name: grads[graph.inputs[name]] for name in names}
         infinite = [n for n, g in result['gradient'].items() if not math.isfinite(g)]
         if infinite:
-            _numerical(f'the gradient ∂f/∂{infinite[0]} is {result["gradient"][infinite[0]]!r}',
+            numerical(f'the gradient ∂f/∂{infinite[0]} is {result["gradient"][infinite[0]]!r}',
                        args.strict, warn)
     if args.nodes:
         result['nodes'] = node_records(graph, values, grads)
@@ -178,14 +82,14 @@ def run_point(args, graph, inputs, names, out, warn):
 
 def run_points(args, graph, bindings, names, out, warn):
     """Every row of a points file at once (batch.py), then the rows out in order."""
-    from .batch import run_batch
+    from ..core.batch import run_batch
     from .output import write_rows
     from .points import columns, read_points
 
     if args.nodes:
         raise UsageError('--nodes shows one point; it does not go with --points')
     name = args.points if args.points != '-' else '<stdin>'
-    points = read_points(_read(args.points), name)
+    points = read_points(read_text(args.points), name)
     fills = input_values(graph, bindings, warn)
     given = columns(points, graph.inputs, fills)
     unbound = [n for n in graph.inputs if n not in given and n not in fills]
@@ -201,7 +105,7 @@ def run_points(args, graph, bindings, names, out, warn):
     value, gradient, bad = run_batch(graph, {**fills, **given}, count, names)
     if bad is not None:
         node, rows_hit = bad
-        _numerical(f'{_where(graph, node)} is not finite in {rows_hit} of {count} rows, '
+        numerical(f'{where(graph, node)} is not finite in {rows_hit} of {count} rows, '
                    'the first node where that happens', args.strict, warn)
     fmt = args.format if args.format_given else points.kind
     same_text = fmt == points.kind or (fmt == 'plain' and points.kind == 'tsv')
@@ -333,7 +237,7 @@ def build_parser():
 
 
 def _add_render(sub):
-    from .render_cli import FORMATS as PICTURE_FORMATS, MAX_NODES, MAX_STEP_NODES, run_render
+    from .render import FORMATS as PICTURE_FORMATS, MAX_NODES, MAX_STEP_NODES, run_render
     summary = 'draw the computational graph with its values and gradients'
     parser = sub.add_parser('render', help=summary, description=summary, allow_abbrev=False,
                             usage='adgrad render [options] (EXPR | -f FILE) [NAME=VALUE ...] '
@@ -415,6 +319,20 @@ def _error_lines(error):
 
 
 def main(argv=None):
+    # Syntax trees and tapes hold no reference cycles, so reference counting
+    # frees them; while they grow, the cycle collector only re-scans them (half
+    # the time of parsing and lowering 10^6 tokens). It stays paused for the
+    # whole command, and is resumed for a caller that runs main() in-process.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _main(argv)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _main(argv):
     argv = sys.argv[1:] if argv is None else list(argv)
     out, err = sys.stdout, sys.stderr
     show_traceback = '--traceback' in argv

@@ -19,8 +19,8 @@ from typing import NamedTuple
 
 import graphviz
 
-from .evaluate import receives_gradient
-from .primitives import NUMBERS, PRIMITIVES
+from ..core.passes import receives_gradient
+from ..core.primitives import NUMBERS, PRIMITIVES
 
 PASSES = ('structure', 'forward', 'backward')
 RANKDIRS = ('LR', 'TB')

@@ -10,7 +10,7 @@ row. NumPy is imported only on this path.
 
 from types import SimpleNamespace
 
-from .evaluate import backward, forward
+from .passes import backward, forward
 from .primitives import PRIMITIVES
 
 _BLOCK = 32768  # rows at a time: a float64 column of them is 256 KiB, cache-sized

@@ -18,26 +18,28 @@ and statements ('bind', name_token, expr), ('block', name_token, params,
 body), ('inputs', [(name_token, expr), ...]) or a bare expression.
 """
 
-import functools
-import gc
 import json
 import os
 import re
+import zlib
 from typing import NamedTuple
 
-from .errors import AdgradError
+from ..errors import AdgradError
 
 _EMPTY = re.compile(r'(\s|;|#[^\n]*|\\\n)*')
 _FRIENDLY = {'NUMBER': 'a number', 'NAME': 'a name', '$END': 'end of input',
              '_NEWLINE': 'a new line'}
 _HERE = os.path.dirname(os.path.abspath(__file__))
+# Bump when the layout of the table changes, so that an old one is refused.
+FORMAT = 2
+SHIPPED = os.path.join(_HERE, 'grammar_table.json')
 
 
 def grammar_text():
     # Inside a wheel the grammar ships in the package; in a source checkout
     # or an editable install it lives at the top level.
-    for path in (os.path.join(_HERE, 'grammar', 'adgrad.lark'),
-                 os.path.join(os.path.dirname(_HERE), 'grammar', 'adgrad.lark')):
+    for path in (os.path.join(_HERE, 'adgrad.lark'),
+                 os.path.join(os.path.dirname(os.path.dirname(_HERE)), 'grammar', 'adgrad.lark')):
         if os.path.isfile(path):
             with open(path, encoding='utf-8') as f:
                 return f.read()
@@ -113,23 +115,6 @@ class ToSyntax:
         return [s for s in c if not s[0].isupper()]  # drop the separator tokens
 
 
-class NewlinesInParentheses:
-    """A new line inside parentheses is white space, as in Python."""
-
-    always_accept = ('_NEWLINE',)
-
-    def process(self, stream):
-        depth = 0
-        for token in stream:
-            if token.type == 'LPAR':
-                depth += 1
-            elif token.type == 'RPAR':
-                depth = max(depth - 1, 0)
-            elif token.type == '_NEWLINE' and depth:
-                continue
-            yield token
-
-
 # ---- the table ----
 
 def _read_json(path):
@@ -141,20 +126,25 @@ def _read_json(path):
 
 
 def load_table():
-    """The parse table for the grammar file as it is now.
+    """The parse table, as built from the grammar file as it is now.
 
-    The packaged table when it was built from this very grammar text (a test
-    keeps it so); else, in a checkout whose grammar was just edited, one
-    built by Lark in memory, until `python -m autodiff_cli.grammar_table`
-    ships it again.
+    A table built from another text of the grammar is an error, not a slow
+    fallback: rebuild it with `python -m autodiff_cli.language.grammar_table`.
     """
-    from .grammar_table import FORMAT, SHIPPED
     grammar = grammar_text()
     table = _read_json(SHIPPED)
-    if table and table.get('format') == FORMAT and table.get('grammar') == grammar:
-        return table
-    from .grammar_table import build
-    return build(grammar)
+    if not table or table.get('format') != FORMAT:
+        raise TableError('the parse table is missing or of an old format')
+    if table.get('grammar_crc32') != zlib.crc32(grammar.encode('utf-8')):
+        raise TableError('the parse table was built from another version of grammar/adgrad.lark')
+    return table
+
+
+class TableError(Exception):
+    """The shipped parse table does not match the grammar: a broken build, not bad input."""
+
+    def __init__(self, why):
+        super().__init__(f'{why}; rebuild it with: python -m autodiff_cli.language.grammar_table')
 
 
 class _Parser:
@@ -310,26 +300,6 @@ def _parser():
     return _PARSER
 
 
-def without_cycle_collection(function):
-    """Run `function` with Python's cyclic garbage collector paused.
-
-    Syntax trees and tapes hold no reference cycles, so reference counting
-    frees them; while they grow, the collector only re-scans them, again and
-    again: half the time of parsing and lowering 10^6 tokens.
-    """
-    @functools.wraps(function)
-    def paused(*args, **kwargs):
-        enabled = gc.isenabled()
-        gc.disable()
-        try:
-            return function(*args, **kwargs)
-        finally:
-            if enabled:
-                gc.enable()
-    return paused
-
-
-@without_cycle_collection
 def parse(text):
     """Parse a program; raise AdgradError pointing at the first bad token."""
     parser = _parser()
@@ -362,9 +332,3 @@ def _syntax_error(parser, text, error):
     expected = sorted({_describe_terminal(parser, t) for t in error.expected if t != '_NEWLINE'})
     hint = f'; expected {", ".join(expected)}' if 0 < len(expected) <= 6 else ''
     return AdgradError(f'unexpected {found}{hint}', text, pos)
-
-
-def did_you_mean(name, candidates):
-    import difflib  # ~8 ms to import; only an error message needs it
-    close = difflib.get_close_matches(name, sorted(candidates), n=1)
-    return f"; did you mean '{close[0]}'?" if close else ''

@@ -25,7 +25,7 @@ def _json_number(x):
 def node_records(graph, values, grads=None, text_limit=120):
     """One dict per node; 'grad' is None for nodes no gradient reaches
     (constants, and what the output does not depend on), as in PyTorch."""
-    from .evaluate import receives_gradient
+    from ..core.passes import receives_gradient
     shown = receives_gradient(graph) if grads is not None else None
     records = []
     for i, node in enumerate(graph.nodes):

@@ -6,16 +6,16 @@ inlined: its body is lowered again with the parameters bound to the
 argument nodes, and every node it makes records the block instance.
 """
 
-from .errors import AdgradError
-from .graph import Graph, Node
-from .parse import did_you_mean, parse, without_cycle_collection
-from .primitives import CONSTANTS, FUNCTIONS
+from ..errors import AdgradError
+from ..core.graph import Graph, Node
+from ..errors import did_you_mean
+from .parse import parse
+from ..core.primitives import CONSTANTS, FUNCTIONS
 
 
 MAX_NODES = 10_000_000  # about 1.2 GB of tape: past any program of 10^6 tokens
 
 
-@without_cycle_collection
 def lower(source):
     """Parse and lower a program into a Graph."""
     return _Lowering(source).program(parse(source))
@@ -23,7 +23,7 @@ def lower(source):
 
 def constant(source):
     """The value of a constant expression such as `pi/4`."""
-    from .evaluate import forward
+    from ..core.passes import forward
     graph = lower(source)
     if graph.inputs:
         name = next(iter(graph.inputs))
@@ -134,7 +134,7 @@ class _Lowering:
         if value_graph.inputs:
             raise self.error(f"the default of '{token.value}' must be a constant expression",
                              default[1])
-        from .evaluate import forward
+        from ..core.passes import forward
         self.defaults[token.value] = forward(value_graph, {})[value_graph.output]
         self.inputs[token.value] = self.emit(
             Node('input', name=token.value, span=(token.start_pos, token.end_pos)))

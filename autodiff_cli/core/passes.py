@@ -7,8 +7,8 @@ arrays (batch.py) runs the same loops over a whole batch of points at once.
 
 import math
 
-from .errors import AdgradError, NumericalError
-from .parse import did_you_mean
+from ..errors import AdgradError, NumericalError
+from ..errors import did_you_mean
 from .primitives import NUMBERS, PRIMITIVES
 
 

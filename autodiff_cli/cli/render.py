@@ -12,8 +12,8 @@ import os
 import re
 import stat
 
-from .cli import Exit, UsageError, input_values, parse_bindings, read_program, report_nonfinite
-from .errors import AdgradError
+from ..errors import AdgradError, UsageError
+from .common import Exit, input_values, parse_bindings, read_program, report_nonfinite
 
 FORMATS = ('svg', 'png', 'pdf', 'dot', 'text')
 EXTENSIONS = {'.svg': 'svg', '.png': 'png', '.pdf': 'pdf', '.dot': 'dot', '.gv': 'dot',
@@ -42,9 +42,9 @@ INSTALL_GRAPHVIZ = ("Graphviz's dot program was not found: install Graphviz "
 # ---- what to draw ----
 
 def run_render(args, out, warn):
-    from .evaluate import backward, forward
-    from .lower import lower
-    from .render import LARGE, render
+    from ..core.passes import backward, forward
+    from ..language.lower import lower
+    from ..pictures.render import LARGE, render
 
     fmt, path = _destination(args, out)
     source, words = read_program(args)
@@ -125,7 +125,7 @@ def _destination(args, out):
 
 def _check_size(graph, limit, what, spread=SPREAD):
     """Refuse a graph too large to lay out quickly; else its render.layout_size()."""
-    from .render import layout_size, scene
+    from ..pictures.render import layout_size, scene
     nodes = len(graph.nodes)
     ways_out = 'or write --format dot and lay it out yourself'
     if nodes > limit:
@@ -180,8 +180,8 @@ def _layout(digraph, fmt, max_nodes=None):
 
 def _step_files(graph, values, grads, rankdir, max_nodes):
     """{file name: bytes} for every frame of the backward pass, and index.html."""
-    from .render import scene
-    from .steps import frame_name, index_html, step_pictures
+    from ..pictures.render import scene
+    from ..pictures.steps import frame_name, index_html, step_pictures
     pictures = step_pictures(graph, values, grads, rankdir=rankdir)
     files = {}
     names = [frame_name(k, len(pictures)) for k in range(len(pictures))]
@@ -204,8 +204,8 @@ def _text(graph, values, grads, mode, terminal):
     from rich.console import Console
     from rich.table import Table
 
-    from .render import number, scene
-    from .steps import steps
+    from ..pictures.render import number, scene
+    from ..pictures.steps import steps
 
     drawn = scene(graph, values, grads)
     table = Table(title=f'{drawn.f} = {graph.text(graph.output, 60)}', title_justify='left')

@@ -1,0 +1,101 @@
+"""What every command shares: exit codes, reading the program and its bindings,
+and the report of the first non-finite value."""
+
+import enum
+import re
+import sys
+
+from ..errors import AdgradError, NumericalError, UsageError
+
+_FLOAT = re.compile(r'[+-]?((\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|inf|infinity|nan)', re.I)
+_BINDING = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)=(.*)', re.S)
+
+
+class Exit(enum.IntEnum):
+    OK = 0
+    NUMERICAL = 1   # a non-finite result under --strict
+    USAGE = 2       # bad usage or bad input
+    INTERNAL = 70   # a bug in adgrad (EX_SOFTWARE): not the user's input
+    INTERRUPTED = 130
+
+
+# ---- input ----
+
+def read_text(path):
+    name = '<stdin>' if path == '-' else path
+    try:
+        if path == '-':
+            return sys.stdin.read().removeprefix('\ufeff')
+        with open(path, encoding='utf-8-sig') as f:  # -sig: a spreadsheet's byte-order mark
+            return f.read()
+    except OSError as error:
+        raise UsageError(f'cannot read {name}: {error.strerror}') from None
+    except UnicodeDecodeError as error:
+        raise UsageError(f'cannot read {name}: byte {error.start} is not UTF-8 text') from None
+
+
+def read_program(args):
+    """(source, bindings words) from EXPR, -f FILE, or stdin for '-'."""
+    words = list(args.words)
+    if args.file is not None:
+        return read_text(args.file), words
+    if not words:
+        raise UsageError('give an expression, -f FILE, or - to read standard input '
+                         f'(see adgrad {args.command} --help)')
+    expr = words.pop(0)
+    return (read_text('-') if expr == '-' else expr), words
+
+
+def parse_bindings(words):
+    from ..language.lower import constant
+    from ..core.primitives import CONSTANTS
+    bindings = {}
+    for word in words:
+        match = _BINDING.fullmatch(word)
+        if not match:
+            raise UsageError(f"bad binding '{word}': write NAME=VALUE, such as x=2 or x=pi/4")
+        name, text = match.groups()
+        if not text.strip():
+            raise UsageError(f"bad binding '{word}': no value after '='")
+        if name in CONSTANTS:
+            raise UsageError(f"cannot bind the constant '{name}'")
+        if name in bindings:
+            raise UsageError(f"'{name}' is bound twice")
+        if _FLOAT.fullmatch(text.strip()):
+            bindings[name] = float(text)  # fast and exact; also inf and nan, for probing edges
+            continue
+        try:
+            bindings[name] = constant(text)
+        except AdgradError as error:
+            raise AdgradError(f'in {name}=: {error.message}', text, error.pos) from None
+    return bindings
+
+
+def input_values(graph, bindings, warn):
+    for name in bindings:
+        if name not in graph.inputs:
+            if any(node.name == name for node in graph.nodes):
+                raise UsageError(f"cannot bind '{name}': the program computes it")
+            warn(f"'{name}' is not used by the expression")
+    values = dict(graph.defaults)
+    values.update((k, v) for k, v in bindings.items() if k in graph.inputs)
+    return values
+
+
+def numerical(message, strict, warn):
+    if strict:
+        raise NumericalError(message)
+    warn(message)
+
+
+def where(graph, i):
+    return f'{graph.text(i, 60) or graph.label(i)} (node {i})'
+
+
+def report_nonfinite(graph, values, strict, warn):
+    """One warning (an error under --strict) naming the first non-finite node."""
+    from ..core.passes import first_nonfinite
+    bad = first_nonfinite(values)
+    if bad is not None:
+        numerical(f'{where(graph, bad)} is {values[bad]!r}, the first non-finite value',
+                   strict, warn)
