@@ -89,3 +89,14 @@ def test_wide_sum():
     grads = backward(graph, values)
     assert values[graph.output] == terms * (terms - 1) / 2
     assert all(grads[i] == 1.0 for i in graph.inputs.values())
+
+
+def test_a_comparison_passes_no_gradient_not_a_zero():
+    """(log(x) < 1) * 5 at x = 0: a zero sent back through log'(0) = inf would be nan."""
+    from autodiff_cli.core.graph import Graph, Node
+    nodes = [Node('input', name='x'), Node('log', (0,)), Node('const', value=1.0),
+             Node('lt', (1, 2)), Node('const', value=5.0), Node('mul', (3, 4))]
+    graph = Graph(nodes, 5, {'x': 0}, {}, '')
+    values = forward(graph, {'x': 0.0})
+    assert values[5] == 5.0
+    assert backward(graph, values)[0] == 0.0

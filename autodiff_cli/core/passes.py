@@ -36,6 +36,21 @@ def forward(graph, inputs, algebra=NUMBERS):
     return values
 
 
+RULES = {name: row.vjp for name, row in PRIMITIVES.items()}
+
+
+def pullback(graph, i, g, values, algebra=NUMBERS):
+    """What each argument of node i receives when `g` arrives at it: one
+    cotangent per argument, None for "no gradient" (see primitives.py).
+
+    The one way to call a derivative rule: backward(), the steps of a picture
+    and the derivative transformations all come through here, so a rule's
+    conventions hold everywhere at once.
+    """
+    node = graph.nodes[i]
+    return RULES[node.op](algebra, g, values[i], *[values[a] for a in node.args])
+
+
 def backward(graph, values, output=None, algebra=NUMBERS):
     """∂output/∂node for every node, by the chain rule in reverse tape order.
 
@@ -45,31 +60,36 @@ def backward(graph, values, output=None, algebra=NUMBERS):
 
     A node passes gradients on only once one has reached it, as in PyTorch:
     a binding the output never uses, whose local derivative is inf, must not
-    turn an input's gradient into nan through 0 * inf. Such nodes get 0.
+    turn an input's gradient into nan through 0 * inf. Such nodes get 0, and
+    so does an argument whose every rule said None (a comparison's).
     """
     output = graph.output if output is None else output
     nodes = graph.nodes
     grads = [None] * len(nodes)
     grads[output] = 1.0
-    rules = {name: row.vjp for name, row in PRIMITIVES.items()}
-    k, add = algebra, algebra.add
+    rules, k, add = RULES, algebra, algebra.add
+    # pullback(), inlined and unrolled by arity: this loop is the hot path of
+    # every gradient, and the general call costs 4x on a big sum.
     for i in range(output, -1, -1):
         g, args = grads[i], nodes[i].args
         if g is None or not args:
             continue
         if len(args) == 1:
             a = args[0]
-            cotangent = rules[nodes[i].op](k, g, values[i], values[a])[0]
-            grads[a] = cotangent if grads[a] is None else add(grads[a], cotangent)
-        elif len(args) == 2:  # spelled out: the general case below costs 2x on big sums
+            da = rules[nodes[i].op](k, g, values[i], values[a])[0]
+            if da is not None:
+                grads[a] = da if grads[a] is None else add(grads[a], da)
+        elif len(args) == 2:
             a, b = args
             da, db = rules[nodes[i].op](k, g, values[i], values[a], values[b])
-            grads[a] = da if grads[a] is None else add(grads[a], da)
-            grads[b] = db if grads[b] is None else add(grads[b], db)
+            if da is not None:
+                grads[a] = da if grads[a] is None else add(grads[a], da)
+            if db is not None:
+                grads[b] = db if grads[b] is None else add(grads[b], db)
         else:
-            cotangents = rules[nodes[i].op](k, g, values[i], *[values[j] for j in args])
-            for j, cotangent in zip(args, cotangents):
-                grads[j] = cotangent if grads[j] is None else add(grads[j], cotangent)
+            for a, da in zip(args, pullback(graph, i, g, values, algebra)):
+                if da is not None:
+                    grads[a] = da if grads[a] is None else add(grads[a], da)
     return [0.0 if g is None else g for g in grads]
 
 
@@ -110,4 +130,4 @@ def check_names(graph, names):
             raise AdgradError(f"'{name}' is not a variable of the expression{hint}")
 
 
-__all__ = ['forward', 'backward', 'first_nonfinite', 'check_names', 'NumericalError']
+__all__ = ['forward', 'backward', 'pullback', 'first_nonfinite', 'check_names', 'NumericalError']

@@ -6,7 +6,9 @@ of its form over arrays (NumPy's, or arrays.py's where NumPy differs).
 
 A VJP rule is `rule(k, g, out, *args) -> one cotangent per argument`: `g` is
 the gradient arriving at the op's output, `out` its forward value and `args`
-its inputs. Rules compute only through the algebra `k`, whose methods are
+its inputs. A cotangent of None means "no gradient" (a comparison's, the
+condition of a `where`): it is never multiplied, so it cannot turn into nan
+through 0 * inf, and the backward pass adds nothing for it. Rules compute only through the algebra `k`, whose methods are
 the primitives themselves (`k.mul(g, b)`), so the same rule yields numbers
 today (`NUMBERS`) and can yield graph nodes for higher-order derivatives by
 passing an algebra that records instead of computes — the way JAX's and
@@ -37,7 +39,6 @@ class Primitive(NamedTuple):
                                 # in arrays.py where NumPy's differs from `forward`, else NumPy's
     vjp: Callable
     symbol: str | None = None   # infix or prefix operator, e.g. '*'; None for calls
-    callable: bool = False      # callable by name in the language, e.g. sin(x)
 
 
 def _max_vjp(k, g, out, a, b):
@@ -62,85 +63,89 @@ def _pow_vjp(k, g, out, a, b):
 
 
 def _atan2_vjp(k, g, out, y, x):
-    # PyTorch masks the origin (and where y*y + x*x underflows) to a zero gradient.
-    denominator = k.add(k.mul(y, y), k.mul(x, x))
+    # PyTorch's atan2_backward, operation for operation, so that exact zeros
+    # stay exact: recip = 1/(x*x + y*y), masked to 0 where it is not finite
+    # (the origin, or where x*x + y*y underflows); then g*x*recip, g*-y*recip.
+    denominator = k.add(k.mul(x, x), k.mul(y, y))
     reciprocal = k.div(1.0, denominator)
-    at_origin = k.eq(denominator, 0.0)
-    return (k.mul(g, k.where(at_origin, 0.0, k.mul(x, reciprocal))),
-            k.mul(g, k.where(at_origin, 0.0, k.mul(k.neg(y), reciprocal))))
+    reciprocal = k.where(k.eq(denominator, 0.0), 0.0, reciprocal)
+    return (k.mul(k.mul(g, x), reciprocal), k.mul(k.mul(g, k.neg(y)), reciprocal))
 
 
-def _zero(k, g, out, *args):
-    return (0.0,) * len(args)
+def _tanh_vjp(k, g, out, a):
+    # 1 - y*y cancels near saturation and loses the rounding of y*y (3.7e-9
+    # relative from torch at |x| ~ 9); torch's kernel fuses it into one
+    # rounding. (1 - y)(1 + y) has no cancellation and agrees to an ulp or two.
+    return (k.mul(g, k.mul(k.sub(1.0, out), k.add(1.0, out))),)
 
 
-_ROWS = [
-    # ---- operators ----
-    # (operator.add and friends rather than lambdas: derivative rules call them
-    # through the algebra too, and a C function is half the cost of a call.)
-    Primitive('add', 2, operator.add, 'add', lambda k, g, out, a, b: (g, g), '+'),
-    Primitive('sub', 2, operator.sub, 'subtract', lambda k, g, out, a, b: (g, k.neg(g)), '-'),
-    Primitive('mul', 2, operator.mul, 'multiply',
-              lambda k, g, out, a, b: (k.mul(g, b), k.mul(g, a)), '*'),
-    Primitive('div', 2, ieee.div, 'divide',
-              lambda k, g, out, a, b: (k.div(g, b), k.neg(k.mul(g, k.div(k.div(a, b), b)))), '/'),
-    Primitive('neg', 1, operator.neg, 'negative', lambda k, g, out, a: (k.neg(g),), '-'),
-    Primitive('pos', 1, lambda a: a, 'positive', lambda k, g, out, a: (g,), '+'),
-    Primitive('pow', 2, ieee.power, 'power', _pow_vjp, '^', callable=True),
+def _no_gradient(k, g, out, *args):
+    return (None,) * len(args)
 
-    # ---- one-argument functions ----
-    Primitive('sin', 1, ieee.sin, 'sin', lambda k, g, out, a: (k.mul(g, k.cos(a)),), callable=True),
-    Primitive('cos', 1, ieee.cos, 'cos',
-              lambda k, g, out, a: (k.mul(g, k.neg(k.sin(a))),), callable=True),
-    Primitive('tan', 1, ieee.tan, 'tan',
-              lambda k, g, out, a: (k.mul(g, k.add(1.0, k.mul(out, out))),), callable=True),
-    Primitive('asin', 1, ieee.asin, 'arcsin',
-              lambda k, g, out, a: (k.div(g, k.sqrt(k.sub(1.0, k.mul(a, a)))),), callable=True),
-    Primitive('acos', 1, ieee.acos, 'arccos',
-              lambda k, g, out, a: (k.neg(k.div(g, k.sqrt(k.sub(1.0, k.mul(a, a))))),),
-              callable=True),
-    Primitive('atan', 1, math.atan, 'arctan',
-              lambda k, g, out, a: (k.div(g, k.add(k.mul(a, a), 1.0)),), callable=True),
-    Primitive('sinh', 1, ieee.sinh, 'sinh',
-              lambda k, g, out, a: (k.mul(g, k.cosh(a)),), callable=True),
-    Primitive('cosh', 1, ieee.cosh, 'cosh',
-              lambda k, g, out, a: (k.mul(g, k.sinh(a)),), callable=True),
-    Primitive('tanh', 1, math.tanh, 'tanh',
-              lambda k, g, out, a: (k.mul(g, k.sub(1.0, k.mul(out, out))),), callable=True),
-    Primitive('exp', 1, ieee.exp, 'exp', lambda k, g, out, a: (k.mul(g, out),), callable=True),
-    Primitive('log', 1, ieee.log, 'log', lambda k, g, out, a: (k.div(g, a),), callable=True),
-    Primitive('log2', 1, ieee.log2, 'log2',
-              lambda k, g, out, a: (k.div(g, k.mul(a, LN2)),), callable=True),
-    Primitive('log10', 1, ieee.log10, 'log10',
-              lambda k, g, out, a: (k.div(g, k.mul(a, LN10)),), callable=True),
-    Primitive('sqrt', 1, ieee.sqrt, 'sqrt',
-              lambda k, g, out, a: (k.div(g, k.mul(2.0, out)),), callable=True),
-    Primitive('abs', 1, abs, 'abs', lambda k, g, out, a: (k.mul(g, k.sign(a)),), callable=True),
-    Primitive('sigmoid', 1, ieee.sigmoid, 'sigmoid',
-              lambda k, g, out, a: (k.mul(k.mul(g, k.sub(1.0, out)), out),), callable=True),
-    Primitive('relu', 1, ieee.relu, 'relu', lambda k, g, out, a: (k.where(k.ge(0.0, out), 0.0, g),),
-              callable=True),
 
-    # ---- two-argument functions ----
-    Primitive('min', 2, ieee.minimum, 'minimum', _min_vjp, callable=True),
-    Primitive('max', 2, ieee.maximum, 'maximum', _max_vjp, callable=True),
-    Primitive('atan2', 2, math.atan2, 'arctan2', _atan2_vjp, callable=True),
+def _row(name, arity, forward, array, vjp, symbol=None):
+    return Primitive(name=name, arity=arity, forward=forward, array=array, vjp=vjp, symbol=symbol)
 
-    # ---- internal: used by derivative rules, not callable from the language ----
-    Primitive('sign', 1, ieee.sign, 'sign', _zero),
-    Primitive('eq', 2, ieee.eq, 'eq', _zero),
-    Primitive('lt', 2, ieee.lt, 'lt', _zero),
-    Primitive('ge', 2, ieee.ge, 'ge', _zero),
-    Primitive('where', 3, ieee.where, 'where',
-              lambda k, g, out, c, a, b: (0.0, k.where(c, g, 0.0), k.where(c, 0.0, g))),
+
+# (operator.add and friends rather than lambdas: derivative rules call them
+# through the algebra too, and a C function is half the cost of a call.)
+OPERATORS = [
+    _row('add', 2, operator.add, 'add', lambda k, g, out, a, b: (g, g), symbol='+'),
+    _row('sub', 2, operator.sub, 'subtract', lambda k, g, out, a, b: (g, k.neg(g)), symbol='-'),
+    _row('mul', 2, operator.mul, 'multiply',
+         lambda k, g, out, a, b: (k.mul(g, b), k.mul(g, a)), symbol='*'),
+    _row('div', 2, ieee.div, 'divide',
+         lambda k, g, out, a, b: (k.div(g, b), k.neg(k.mul(g, k.div(k.div(a, b), b)))), symbol='/'),
+    _row('neg', 1, operator.neg, 'negative', lambda k, g, out, a: (k.neg(g),), symbol='-'),
+    _row('pos', 1, lambda a: a, 'positive', lambda k, g, out, a: (g,), symbol='+'),
 ]
 
-PRIMITIVES = {row.name: row for row in _ROWS}
+# The functions a program may call by name; `pow` is also the operator ^.
+CALLABLE = [
+    # ---- one argument ----
+    _row('sin', 1, ieee.sin, 'sin', lambda k, g, out, a: (k.mul(g, k.cos(a)),)),
+    _row('cos', 1, ieee.cos, 'cos', lambda k, g, out, a: (k.mul(g, k.neg(k.sin(a))),)),
+    _row('tan', 1, ieee.tan, 'tan', lambda k, g, out, a: (k.mul(g, k.add(1.0, k.mul(out, out))),)),
+    _row('asin', 1, ieee.asin, 'arcsin',
+         lambda k, g, out, a: (k.div(g, k.sqrt(k.sub(1.0, k.mul(a, a)))),)),
+    _row('acos', 1, ieee.acos, 'arccos',
+         lambda k, g, out, a: (k.neg(k.div(g, k.sqrt(k.sub(1.0, k.mul(a, a))))),)),
+    _row('atan', 1, math.atan, 'arctan', lambda k, g, out, a: (k.div(g, k.add(k.mul(a, a), 1.0)),)),
+    _row('sinh', 1, ieee.sinh, 'sinh', lambda k, g, out, a: (k.mul(g, k.cosh(a)),)),
+    _row('cosh', 1, ieee.cosh, 'cosh', lambda k, g, out, a: (k.mul(g, k.sinh(a)),)),
+    _row('tanh', 1, math.tanh, 'tanh', _tanh_vjp),
+    _row('exp', 1, ieee.exp, 'exp', lambda k, g, out, a: (k.mul(g, out),)),
+    _row('log', 1, ieee.log, 'log', lambda k, g, out, a: (k.div(g, a),)),
+    _row('log2', 1, ieee.log2, 'log2', lambda k, g, out, a: (k.div(g, k.mul(a, LN2)),)),
+    _row('log10', 1, ieee.log10, 'log10', lambda k, g, out, a: (k.div(g, k.mul(a, LN10)),)),
+    _row('sqrt', 1, ieee.sqrt, 'sqrt', lambda k, g, out, a: (k.div(g, k.mul(2.0, out)),)),
+    _row('abs', 1, abs, 'abs', lambda k, g, out, a: (k.mul(g, k.sign(a)),)),
+    _row('sigmoid', 1, ieee.sigmoid, 'sigmoid',
+         lambda k, g, out, a: (k.mul(k.mul(g, k.sub(1.0, out)), out),)),
+    _row('relu', 1, ieee.relu, 'relu', lambda k, g, out, a: (k.where(k.ge(0.0, out), 0.0, g),)),
+    # ---- two arguments ----
+    _row('pow', 2, ieee.power, 'power', _pow_vjp, symbol='^'),
+    _row('min', 2, ieee.minimum, 'minimum', _min_vjp),
+    _row('max', 2, ieee.maximum, 'maximum', _max_vjp),
+    _row('atan2', 2, math.atan2, 'arctan2', _atan2_vjp),
+]
+
+# Used by derivative rules, never called by name from a program.
+INTERNAL = [
+    _row('sign', 1, ieee.sign, 'sign', _no_gradient),
+    _row('eq', 2, ieee.eq, 'eq', _no_gradient),
+    _row('lt', 2, ieee.lt, 'lt', _no_gradient),
+    _row('ge', 2, ieee.ge, 'ge', _no_gradient),
+    _row('where', 3, ieee.where, 'where',
+         lambda k, g, out, c, a, b: (None, k.where(c, g, 0.0), k.where(c, 0.0, g))),
+]
+
+PRIMITIVES = {row.name: row for row in OPERATORS + CALLABLE + INTERNAL}
 
 # The functions a program may call, by name.
-FUNCTIONS = {row.name: row for row in _ROWS if row.callable}
+FUNCTIONS = {row.name: row for row in CALLABLE}
 
 CONSTANTS = {'pi': 3.141592653589793, 'e': 2.718281828459045}
 
 # The numeric algebra: derivative rules evaluated to floats.
-NUMBERS = SimpleNamespace(coerce=float, **{row.name: row.forward for row in _ROWS})
+NUMBERS = SimpleNamespace(coerce=float, **{name: row.forward for name, row in PRIMITIVES.items()})

@@ -19,8 +19,8 @@ from typing import NamedTuple
 
 import graphviz
 
-from ..core.passes import receives_gradient
-from ..core.primitives import NUMBERS, PRIMITIVES
+from ..core.passes import pullback, receives_gradient
+from ..core.primitives import PRIMITIVES
 
 PASSES = ('structure', 'forward', 'backward')
 RANKDIRS = ('LR', 'TB')
@@ -133,7 +133,7 @@ def scene(graph, values=None, grads=None):
                           node.block, live[i]))
         flows = None
         if grads is not None and live[i] and node.args:
-            flows = _flows(node, i, values, grads)
+            flows = pullback(graph, i, grads[i], values)
         for position, a in enumerate(node.args):
             links.append(Link(a, i, None if flows is None or not live[a] else flows[position]))
         if node.block is not None and node.block not in seen:
@@ -144,12 +144,6 @@ def scene(graph, values=None, grads=None):
                     seen.add(path)
                     blocks.append(path)
     return Scene(items, links, blocks, f)
-
-
-def _flows(node, i, values, grads):
-    """The gradient each argument receives from node i, exactly as backward() computes it."""
-    rule = PRIMITIVES[node.op].vjp
-    return rule(NUMBERS, grads[i], values[i], *[values[a] for a in node.args])
 
 
 def layout_size(scene):

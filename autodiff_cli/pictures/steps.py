@@ -4,7 +4,7 @@
 gradient final once all its consumers (later on the tape) have passed theirs
 back. A Step records the chain-rule terms that summed to the gradient, with
 each local partial taken from the op's own rule in the primitive table:
-∂c/∂a = vjp(1, ...)[a's position]. Nothing is derived again here.
+∂c/∂a = pullback(c, 1)[a's position]. Nothing is derived again here.
 
 `index_html()` builds a page that shows the frames in order; it is plain
 text with no I/O, and needs no server or network to run.
@@ -14,8 +14,7 @@ import html
 import json
 from typing import NamedTuple
 
-from ..core.passes import receives_gradient
-from ..core.primitives import NUMBERS, PRIMITIVES
+from ..core.passes import pullback, receives_gradient
 from .render import (Frame, Picture, block_labels, node_symbol, number, output_symbol,
                      scene, style)
 
@@ -54,9 +53,9 @@ def steps(graph, values, grads):
         terms = []
         for c, position in uses[i]:
             if c not in partials:
-                rule = PRIMITIVES[nodes[c].op].vjp
-                partials[c] = rule(NUMBERS, 1.0, values[c], *[values[a] for a in nodes[c].args])
-            terms.append(Term(c, grads[c], partials[c][position]))
+                partials[c] = pullback(graph, c, 1.0, values)
+            local = partials[c][position]
+            terms.append(Term(c, grads[c], 0.0 if local is None else local))
         caption = _caption(graph, f, i, terms, grads[i])
         if nodes[i].block is not None:   # x^2 is in every call of h: say which
             caption += f'  [{blocks[nodes[i].block]}]'
