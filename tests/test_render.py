@@ -153,13 +153,15 @@ def test_nested_block_calls_are_nested_clusters():
 NASTY = 'a<b>&"c"{d|e}\\'
 
 
-def test_labels_escape_markup_in_source_text():
-    # A comment inside parentheses is part of the node's source text.
-    source = '(x # <b> & "q" {d|e} </TD>\n + 1)'
+def test_comments_and_line_continuations_are_not_node_text():
+    # A comment inside parentheses lies inside the node's span, but it is not
+    # what the node computes; nor is the backslash that continues a line.
+    source = 'y = (x # <b> & "q" {d|e} </TD> \x01 \ufffe\n + 1)\nz = y + \\\n x'
     graph, values, grads = drawn(source, x=1)
     dot = render(graph, values, grads).source
-    assert '<b>' not in dot and '"q"' not in dot
-    assert '&lt;b&gt; &amp; &quot;q&quot; {d|e} &lt;/TD&gt;' in dot
+    assert '&lt;b&gt;' not in dot and '&quot;q' not in dot and '\x01' not in dot
+    assert 'y = x + 1' in dot and 'z = y + x' in dot
+    assert [s.caption.split(' = ')[0] for s in steps(graph, values, grads)][:2] == ['∂z/∂z', '∂z/∂y']
 
 
 def test_escaping_survives_names_the_parser_would_never_make():

@@ -32,7 +32,7 @@ MAX_STEP_NODES = 60
 # scaled up with a raised --max-nodes.
 DOT_SECONDS = 60
 PNG_DPI = '144'
-FRAME_FILE = re.compile(r'step-\d{3,}\.svg')
+FRAME_FILE = re.compile(r'step-\d{3,}\.(svg|png|pdf)')
 
 INSTALL_GRAPHVIZ = ("Graphviz's dot program was not found: install Graphviz "
                     '(apt install graphviz, brew install graphviz, or conda install graphviz), '
@@ -87,6 +87,7 @@ def run_render(args, out, warn):
     if args.steps is not None:
         _check_size(graph, args.max_nodes or MAX_STEP_NODES, '--steps')
         frames = _step_files(graph, values, grads, args.rankdir, args.max_nodes)
+    check_targets(path, args.steps, list(frames))
     for target, data in outputs:
         if target == '-':
             _to_stdout(data, out)
@@ -183,6 +184,9 @@ def _step_files(graph, values, grads, rankdir, max_nodes):
     from ..pictures.render import scene
     from ..pictures.steps import frame_name, index_html, step_pictures
     pictures = step_pictures(graph, values, grads, rankdir=rankdir)
+    if not pictures:
+        raise UsageError('the output depends on no variable, so no gradient flows back and '
+                         '--steps has nothing to show; draw it without --steps')
     files = {}
     names = [frame_name(k, len(pictures)) for k in range(len(pictures))]
     for name, (step, picture) in zip(names, pictures):
@@ -262,26 +266,22 @@ def _cannot(path, why):
 
 def write_atomic(path, data):
     """Write bytes to path through a temporary file beside it and a rename."""
-    target = os.path.realpath(path) if os.path.islink(path) else path
-    if os.path.isdir(target):
+    info = _stat(path)   # follows links: /dev/stdout is the pipe or terminal behind it
+    if info is not None and stat.S_ISDIR(info.st_mode):
         raise _cannot(path, 'it is a directory')
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        # A device or a pipe (-o /dev/null, -o /dev/stdout, -o >(cmd)) is
+        # written to, never replaced; its name may not even resolve to a path.
+        try:
+            with open(path, 'wb') as f:
+                f.write(data)
+        except OSError as error:
+            raise _cannot(path, (error.strerror or str(error)).lower()) from None
+        return
+    target = os.path.realpath(path) if os.path.islink(path) else path
     folder = os.path.dirname(target) or '.'
     if not os.path.isdir(folder):
         raise _cannot(path, f"there is no directory '{folder}'")
-    try:
-        info = os.stat(target)
-    except FileNotFoundError:
-        info = None
-    except OSError as error:
-        raise _cannot(path, error.strerror.lower()) from None
-    if info is not None and not stat.S_ISREG(info.st_mode):
-        # A device or a pipe (-o /dev/null) is written to, never replaced.
-        try:
-            with open(target, 'wb') as f:
-                f.write(data)
-        except OSError as error:
-            raise _cannot(path, error.strerror.lower()) from None
-        return
     if info is not None and not os.access(target, os.W_OK):
         raise _cannot(path, 'permission denied')
     import tempfile  # with random and shutil, ~5 ms: not on every command's start-up
@@ -295,7 +295,7 @@ def write_atomic(path, data):
             f.write(data)
         # mkstemp makes the file private; give it the mode a new file would
         # get, or keep the mode of the file it replaces.
-        os.chmod(temporary, stat.S_IMODE(info.st_mode) if info else 0o666 & ~_umask())
+        os.chmod(temporary, stat.S_IMODE(info.st_mode) if info else 0o666 & ~_umask(folder))
         os.replace(temporary, target)
     except BaseException as error:
         try:
@@ -307,16 +307,62 @@ def write_atomic(path, data):
         raise
 
 
-def _umask():
-    mask = os.umask(0o22)
-    os.umask(mask)
-    return mask
+def _stat(path):
+    try:
+        return os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as error:
+        raise _cannot(path, (error.strerror or str(error)).lower()) from None
+
+
+def _umask(folder):
+    """The process's umask, read without changing it (os.umask can only set it,
+    and setting it twice races with any other thread creating files)."""
+    try:
+        with open('/proc/self/status', encoding='ascii') as f:
+            for line in f:
+                if line.startswith('Umask:'):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    # No /proc: the mode a new file gets is 0o666 less the umask.
+    probe = os.path.join(folder, f'.adgrad-umask-{os.getpid()}')
+    try:
+        fd = os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
+        try:
+            return 0o666 & ~stat.S_IMODE(os.fstat(fd).st_mode)
+        finally:
+            os.close(fd)
+            os.unlink(probe)
+    except OSError:
+        return 0o022
+
+
+def check_targets(path, folder, names):
+    """Refuse, before anything is written, what would fail halfway: -o and
+    --steps naming the same place, a file where the folder should be, or a
+    folder where a frame should be."""
+    if folder is None:
+        return
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        raise _cannot(folder, 'it is not a directory')
+    if path not in (None, '-'):
+        here = os.path.realpath(path)
+        if here == os.path.realpath(folder):
+            raise UsageError(f"-o {path} and --steps {folder} name the same path: "
+                             'give the picture and the step folder different names')
+        if any(here == os.path.realpath(os.path.join(folder, name)) for name in names):
+            raise UsageError(f'-o {path} is one of the files --steps writes into {folder}: '
+                             'give the picture another name')
+    for name in names:
+        target = os.path.join(folder, name)
+        if os.path.isdir(target):
+            raise _cannot(target, 'it is a directory')
 
 
 def write_folder(folder, files):
     """Write {name: bytes} into folder, index.html last; drop frames left from a longer series."""
-    if os.path.exists(folder) and not os.path.isdir(folder):
-        raise _cannot(folder, 'it is not a directory')
     try:
         os.makedirs(folder, exist_ok=True)
     except OSError as error:

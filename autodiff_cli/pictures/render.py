@@ -106,6 +106,7 @@ def node_symbol(graph, i, f, local=False):
 
 def scene(graph, values=None, grads=None):
     """Walk the tape once: the Items, Links and blocks of the picture."""
+    graph = displayable(graph)
     nodes = graph.nodes
     f = output_symbol(graph)
     live = receives_gradient(graph)
@@ -183,8 +184,36 @@ class Frame(NamedTuple):
     caption: str         # the chain-rule product it used
 
 
+# Characters XML 1.0 cannot carry (controls, lone surrogates, U+FFFE/U+FFFF):
+# one in a label makes dot's SVG unreadable, so each becomes U+FFFD.
+_NOT_XML = re.compile('[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]')
+
+
+def printable(text):
+    """Text any picture can carry: XML-invalid characters replaced by U+FFFD."""
+    return _NOT_XML.sub('\ufffd', str(text))
+
+
 def _esc(text):
-    return html.escape(str(text), quote=True)
+    """Text for an HTML-like DOT label: escaped for XML, and every backslash
+    doubled, since dot reads a backslash in a label as an escape."""
+    return html.escape(printable(text), quote=True).replace('\\', '\\\\')
+
+
+# A comment and a line continuation are not part of what a node computes.
+_NOT_CODE = re.compile(r'#[^\r\n]*|\\(?=[ \t]*(?:\r\n|\r|\n))')
+
+
+def displayable(graph):
+    """The graph with its source cleaned for display, at the same length so that
+    every span still points at its text: comments and line-continuation
+    backslashes blanked, characters no picture can carry replaced."""
+    source = graph.source
+    if '#' in source or '\\' in source:
+        source = _NOT_CODE.sub(lambda m: ' ' * len(m.group()), source)
+    if _NOT_XML.search(source):
+        source = printable(source)
+    return graph if source is graph.source else graph._replace(source=source)
 
 
 def _row(text, color=None, size=None, bold=False):

@@ -15,8 +15,8 @@ import json
 from typing import NamedTuple
 
 from ..core.passes import pullback, receives_gradient
-from .render import (Frame, Picture, block_labels, node_symbol, number, output_symbol,
-                     scene, style)
+from .render import (Frame, Picture, block_labels, displayable, node_symbol, number,
+                     output_symbol, scene, style)
 
 MAX_TERMS = 4   # a caption lists this many chain-rule terms, then says how many more
 
@@ -36,6 +36,7 @@ class Step(NamedTuple):
 
 def steps(graph, values, grads):
     """One Step per node the output depends on, in the order its gradient becomes final."""
+    graph = displayable(graph)
     nodes = graph.nodes
     f = output_symbol(graph)
     live = receives_gradient(graph)
@@ -125,7 +126,17 @@ def index_html(title, files, captions):
                       for k, (name, caption) in enumerate(zip(files, captions)))
     return _PAGE.format(title=esc(title), count=len(files), images=images, items=items,
                         first=esc(captions[0]) if captions else '',
-                        captions=json.dumps(captions, ensure_ascii=False).replace('</', '<\\/'))
+                        captions=script_json(captions))
+
+
+def script_json(data):
+    """JSON to put inside a <script> element. `<` `>` `&` are written as
+    \\u escapes, so no text (`</script>`, `<!--`, `<script`) can end the
+    element or switch the HTML parser into its script-escape states."""
+    text = json.dumps(data, ensure_ascii=False)
+    for char in '<>&\u2028\u2029':
+        text = text.replace(char, f'\\u{ord(char):04x}')
+    return text
 
 
 _PAGE = """<!DOCTYPE html>
