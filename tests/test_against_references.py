@@ -9,8 +9,8 @@ import math
 
 import pytest
 
-from conftest import evaluate, same
-from randexpr import cases, show, variables
+from tests.helpers import CASES, evaluate, same
+from tests.randexpr import cases, show, variables
 
 _MATH = {'add': lambda a, b: a + b, 'sub': lambda a, b: a - b, 'mul': lambda a, b: a * b,
          'div': lambda a, b: a / b, 'pow': math.pow, 'neg': lambda a: -a, 'pos': lambda a: a,
@@ -123,7 +123,6 @@ def test_every_primitive_on_a_grid_of_edge_points_against_pytorch():
     is ~45 ulps from torch's vectorised tanh; every other op is within 4)."""
     import itertools
     torch = _torch()
-    from test_primitives import CASES
     failures = []
     for op, (expr, _) in sorted(CASES.items()):
         arity = 2 if 'y' in expr else 1

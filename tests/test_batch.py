@@ -14,8 +14,7 @@ import pytest
 from autodiff_cli import lower
 from autodiff_cli.core.batch import run_batch
 
-from conftest import evaluate, same
-from test_primitives import CASES
+from tests.helpers import CASES, evaluate, same
 
 EDGE_POINTS = [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, 1e300, -1e-300, math.inf, -math.inf, math.nan]
 

@@ -6,38 +6,8 @@ import pytest
 
 from autodiff_cli.core.primitives import FUNCTIONS, INTERNAL as PRIMITIVES_INTERNAL, PRIMITIVES
 
-from conftest import evaluate, same
+from tests.helpers import CASES, evaluate, same
 
-# One row per op: the expression and points away from its kinks and poles.
-CASES = {
-    'add': ('x + y', [(0.3, -1.7), (2.0, 5.0)]),
-    'sub': ('x - y', [(0.3, -1.7), (-2.0, 5.0)]),
-    'mul': ('x * y', [(0.3, -1.7), (2.0, 5.0)]),
-    'div': ('x / y', [(0.3, -1.7), (2.0, 5.0)]),
-    'neg': ('-x', [(0.3,), (-4.0,)]),
-    'pos': ('+x', [(0.3,), (-4.0,)]),
-    'pow': ('x ^ y', [(1.3, 2.5), (0.7, -1.2), (2.0, 3.0)]),
-    'sin': ('sin(x)', [(0.3,), (-2.0,), (10.0,)]),
-    'cos': ('cos(x)', [(0.3,), (-2.0,), (10.0,)]),
-    'tan': ('tan(x)', [(0.3,), (-1.2,)]),
-    'asin': ('asin(x)', [(0.3,), (-0.9,)]),
-    'acos': ('acos(x)', [(0.3,), (-0.9,)]),
-    'atan': ('atan(x)', [(0.3,), (-7.0,)]),
-    'sinh': ('sinh(x)', [(0.3,), (-2.0,)]),
-    'cosh': ('cosh(x)', [(0.3,), (-2.0,)]),
-    'tanh': ('tanh(x)', [(0.3,), (-2.0,)]),
-    'exp': ('exp(x)', [(0.3,), (-2.0,), (5.0,)]),
-    'log': ('log(x)', [(0.3,), (20.0,)]),
-    'log2': ('log2(x)', [(0.3,), (20.0,)]),
-    'log10': ('log10(x)', [(0.3,), (20.0,)]),
-    'sqrt': ('sqrt(x)', [(0.3,), (20.0,)]),
-    'abs': ('abs(x)', [(0.3,), (-2.0,)]),
-    'sigmoid': ('sigmoid(x)', [(0.3,), (-4.0,)]),
-    'relu': ('relu(x)', [(0.3,), (-2.0,)]),
-    'min': ('min(x, y)', [(0.3, -1.7), (2.0, 5.0)]),
-    'max': ('max(x, y)', [(0.3, -1.7), (2.0, 5.0)]),
-    'atan2': ('atan2(x, y)', [(0.3, -1.7), (2.0, 5.0), (-1.0, -1.0)]),
-}
 INTERNAL = {row.name for row in PRIMITIVES_INTERNAL}
 
 

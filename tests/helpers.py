@@ -1,0 +1,60 @@
+"""Shared test helpers and data: every test module imports from here, never from another test.
+
+`evaluate` goes through the public library API; `same` compares IEEE results;
+`CASES` is the one row per primitive that several modules check in their own way
+(central differences, mpmath, PyTorch, batches, recorded gradients).
+"""
+
+import math
+
+from autodiff_cli import backward, forward, lower
+
+
+def evaluate(expr, **inputs):
+    """(value, {variable: gradient}) through the library."""
+    graph = lower(expr)
+    values = forward(graph, inputs)
+    grads = backward(graph, values)
+    return values[graph.output], {name: grads[i] for name, i in graph.inputs.items()}
+
+
+def same(a, b, rel=1e-12, abs_=1e-12):
+    """Equal as IEEE results: nan matches nan, inf matches inf of the same sign."""
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) and math.isnan(b)
+    if math.isinf(a) or math.isinf(b):
+        return a == b
+    return abs(a - b) <= max(abs_, rel * max(abs(a), abs(b)))
+
+
+# One row per primitive a program may call: the expression and points away from
+# its kinks and poles. Adding a primitive means adding its row here.
+CASES = {
+    'add': ('x + y', [(0.3, -1.7), (2.0, 5.0)]),
+    'sub': ('x - y', [(0.3, -1.7), (-2.0, 5.0)]),
+    'mul': ('x * y', [(0.3, -1.7), (2.0, 5.0)]),
+    'div': ('x / y', [(0.3, -1.7), (2.0, 5.0)]),
+    'neg': ('-x', [(0.3,), (-4.0,)]),
+    'pos': ('+x', [(0.3,), (-4.0,)]),
+    'pow': ('x ^ y', [(1.3, 2.5), (0.7, -1.2), (2.0, 3.0)]),
+    'sin': ('sin(x)', [(0.3,), (-2.0,), (10.0,)]),
+    'cos': ('cos(x)', [(0.3,), (-2.0,), (10.0,)]),
+    'tan': ('tan(x)', [(0.3,), (-1.2,)]),
+    'asin': ('asin(x)', [(0.3,), (-0.9,)]),
+    'acos': ('acos(x)', [(0.3,), (-0.9,)]),
+    'atan': ('atan(x)', [(0.3,), (-7.0,)]),
+    'sinh': ('sinh(x)', [(0.3,), (-2.0,)]),
+    'cosh': ('cosh(x)', [(0.3,), (-2.0,)]),
+    'tanh': ('tanh(x)', [(0.3,), (-2.0,)]),
+    'exp': ('exp(x)', [(0.3,), (-2.0,), (5.0,)]),
+    'log': ('log(x)', [(0.3,), (20.0,)]),
+    'log2': ('log2(x)', [(0.3,), (20.0,)]),
+    'log10': ('log10(x)', [(0.3,), (20.0,)]),
+    'sqrt': ('sqrt(x)', [(0.3,), (20.0,)]),
+    'abs': ('abs(x)', [(0.3,), (-2.0,)]),
+    'sigmoid': ('sigmoid(x)', [(0.3,), (-4.0,)]),
+    'relu': ('relu(x)', [(0.3,), (-2.0,)]),
+    'min': ('min(x, y)', [(0.3, -1.7), (2.0, 5.0)]),
+    'max': ('max(x, y)', [(0.3, -1.7), (2.0, 5.0)]),
+    'atan2': ('atan2(x, y)', [(0.3, -1.7), (2.0, 5.0), (-1.0, -1.0)]),
+}
