@@ -11,7 +11,6 @@ import errno
 import os
 import re
 import sys
-from dataclasses import dataclass, field
 
 
 class Choice(str, enum.Enum):
@@ -104,16 +103,16 @@ def can_encode(stream, text):
 
 
 _ESCAPED = re.compile(r'[\x00-\x1f\x7f-\x9f\ud800-\udfff]')
-_QUOTED = re.compile(r"'([^']{61,})'")
-QUOTE_LIMIT = 60        # characters of a quoted name or text shown in a message
+WORD_LIMIT = 100        # characters of one word of a message: a name, a path
+_LONG_WORD = re.compile(r'\S{%d,}' % (WORD_LIMIT + 1))
 MESSAGE_LIMIT = 400     # characters of a whole message
 
 
 def printable(message, stream):
-    """One line of a message, safe to print: quoted user text and the whole line
-    capped, control characters and stray surrogates escaped, and ∂ spelled d
-    where the stream's encoding has no ∂."""
-    message = _QUOTED.sub(lambda m: f"'{elide(m.group(1), QUOTE_LIMIT)}'", message)
+    """One line of a message, safe to print: long words (user text: a name, a
+    token) and the whole line elided, control characters and stray surrogates
+    escaped, and ∂ spelled d where the stream's encoding has no ∂."""
+    message = _LONG_WORD.sub(lambda m: elide(m.group(), WORD_LIMIT), message)
     message = _ESCAPED.sub(lambda m: repr(m.group())[1:-1], elide(message, MESSAGE_LIMIT))
     return message if can_encode(stream, '∂') else message.replace('∂', 'd')
 
@@ -141,19 +140,17 @@ class Warnings:
         self.env.say(f'adgrad: warning: {message}')
 
 
-@dataclass
 class Environment:
-    stdin: object
-    stdout: object
-    stderr: object
-    stdin_isatty: bool = False
-    stdout_isatty: bool = False
-    stderr_isatty: bool = False
-    colour: bool = False        # stdout is a terminal that wants colour
-    partial: str = '∂'          # 'd' where stdout cannot show ∂: df/dx
-    warn: Warnings = field(init=False, repr=False)
+    """The standard streams and what is known about them, and the warning sink."""
 
-    def __post_init__(self):
+    def __init__(self, stdin, stdout, stderr, stdin_isatty=False, stdout_isatty=False,
+                 stderr_isatty=False, colour=False, partial='∂'):
+        self.stdin, self.stdout, self.stderr = stdin, stdout, stderr
+        self.stdin_isatty = stdin_isatty
+        self.stdout_isatty = stdout_isatty
+        self.stderr_isatty = stderr_isatty
+        self.colour = colour        # stdout is a terminal that wants colour
+        self.partial = partial      # 'd' where stdout cannot show ∂: df/dx
         self.warn = Warnings(self)
 
     @classmethod

@@ -276,10 +276,10 @@ def _error_lines(error):
     line, column, text = location
     where = f'line {line}, column {column}' if error.source.count('\n') else f'column {column}'
     # Show at most a window of the line around the caret, one column per
-    # character (tabs, control characters and stray bytes as one), so the
-    # caret stays under its character whatever the terminal does.
+    # character (a tab as a space, control characters and stray bytes as '?'),
+    # so the caret stays under its character whatever the terminal does.
     start = max(0, column - 1 - _WINDOW // 2)
-    shown = _one_column.sub(' ', text[start:start + _WINDOW])
+    shown = _one_column.sub('?', text[start:start + _WINDOW].replace('\t', ' '))
     if start:
         shown, column = '…' + shown[1:], column - start
     if start + _WINDOW < len(text):

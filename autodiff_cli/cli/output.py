@@ -7,8 +7,6 @@ stdout empty. Numbers print in shortest round-trip form: float(text) == value.
 User text reaches rich only as Text, never as markup.
 """
 
-from dataclasses import dataclass, field
-
 from ..errors import UsageError
 from .context import Choice
 
@@ -34,26 +32,40 @@ def json_number(x):
 
 # ---- results ----
 
-@dataclass(slots=True)
+# Records are plain slotted classes: importing dataclasses (and with it
+# inspect) would cost more start-up than the rest of the command line.
+
 class NodeRecord:
-    id: int
-    op: str
-    name: str | None
-    args: list
-    expr: str
-    block: str | None
-    value: float
-    grad: float | None    # None where no gradient reaches: constants, nodes the output ignores
+    __slots__ = ('id', 'op', 'name', 'args', 'expr', 'block', 'value', 'grad')
+
+    def __init__(self, id, op, name, args, expr, block, value, grad):
+        self.id = id              # position on the tape
+        self.op = op
+        self.name = name          # variable, constant or binding name, or None
+        self.args = args          # ids of its inputs
+        self.expr = expr          # the source text it computes, elided past 120 characters
+        self.block = block        # block instance path, or None
+        self.value = value
+        self.grad = grad          # None where no gradient reaches: constants, what the output ignores
+
+    def __repr__(self):
+        return f'NodeRecord({", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__)})'
 
 
-@dataclass(slots=True)
 class Result:
-    value: float
-    inputs: dict                      # variable name -> the value it had, sorted by name
-    gradients: dict | None = None     # variable name -> ∂f/∂name; None for eval
-    nodes: list | None = None         # NodeRecords with --nodes
-    warnings: list = field(default_factory=list)
-    title: str = ''                   # the output's source text, for the table
+    """One point's result: what every writer takes."""
+    __slots__ = ('value', 'inputs', 'gradients', 'nodes', 'warnings', 'title')
+
+    def __init__(self, value, inputs, gradients=None, nodes=None, warnings=(), title=''):
+        self.value = value
+        self.inputs = inputs          # variable name -> the value it had, sorted by name
+        self.gradients = gradients    # variable name -> df/dname, in the order asked; None for eval
+        self.nodes = nodes            # NodeRecords, with --nodes; else None
+        self.warnings = list(warnings)
+        self.title = title            # the output's source text, for the table
+
+    def __repr__(self):
+        return f'Result({", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__)})'
 
 
 def node_records(graph, values, grads=None, text_limit=120):
