@@ -5,7 +5,10 @@
 (central differences, mpmath, PyTorch, batches, recorded gradients).
 """
 
+import io
 import math
+import sys
+from typing import NamedTuple
 
 from autodiff_cli import backward, forward, lower
 
@@ -90,3 +93,48 @@ CASES = {
     'round': ('round(x)', [(0.3,), (-2.7,)]),
     'clamp': ('clamp(x, y, z)', [(0.5, 0.0, 1.0), (-0.5, 0.0, 1.0), (1.5, 0.0, 1.0), (0.5, 2.0, 1.0)]),
 }
+
+
+# ---- the command line, in-process ----
+
+class Run(NamedTuple):
+    code: int
+    out: str
+    err: str
+
+
+class _Stream(io.TextIOWrapper):
+    """A text stream over bytes, like a pipe's: not a terminal unless told."""
+
+    def __init__(self, data=b'', tty=False, encoding='utf-8', errors='strict'):
+        # Like sys.std*: universal newlines in, '\n' written as it is.
+        super().__init__(io.BytesIO(data), encoding=encoding, errors=errors,
+                         newline=None if data else '')
+        self._tty = tty
+
+    def isatty(self):
+        return self._tty
+
+    def text(self):
+        self.flush()
+        return self.buffer.getvalue().decode(self.encoding, 'replace')
+
+
+def run_main(argv, stdin=b'', tty=False, encoding='utf-8'):
+    """main(argv) with its own stdin, stdout and stderr: Run(code, out, err).
+
+    sys.std* are swapped, not captured, so a test needs no fixture and the
+    fuzzer can call it in a loop; `tty` makes stdout claim to be a terminal.
+    """
+    from autodiff_cli.cli.main import main
+
+    saved = sys.stdin, sys.stdout, sys.stderr
+    # stdin as Python opens it in UTF-8 mode or the C locale: bad bytes become
+    # lone surrogates instead of failing on read, the harder case for adgrad.
+    sys.stdin = _Stream(stdin, errors='surrogateescape')
+    sys.stdout, sys.stderr = _Stream(tty=tty, encoding=encoding), _Stream(encoding=encoding)
+    try:
+        code = main(list(argv))
+        return Run(int(code), sys.stdout.text(), sys.stderr.text())
+    finally:
+        sys.stdin, sys.stdout, sys.stderr = saved
