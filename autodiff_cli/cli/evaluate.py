@@ -53,6 +53,8 @@ def add_arguments(parser, command):
     if command is Command.GRAD:
         parser.add_argument('--wrt', metavar='X,Y',
                             help='list only these variables, comma-separated')
+    from .batch import add_options  # -o, --engine, --scheduler: the batch path's own options
+    add_options(parser)
 
 
 # The collector stays paused (main) for the whole command, not only while
@@ -71,9 +73,9 @@ def run(args, env):
     graph = lower(source)
     bindings = parse_bindings(words)
     names = gradient_names(graph, args)
-    if args.points is not None:
+    if args.points is not None or args.output is not None or args.engine != 'numpy':
         from .batch import run_points
-        return run_points(args, graph, bindings, names, env.stdout, env.warn)
+        return run_points(args, graph, bindings, names, env.stdout, env.warn, env.stdin)
     result = compute(graph, input_values(graph, bindings, env.warn), names, args, env)
     write(result, args.format, env)
     return Exit.OK

@@ -103,11 +103,187 @@ def write_rows(fmt, header, rows, computed, file, advance=None, echo=None, cells
 
 
 def _rows_table(header, rows, computed, file):
-    from rich.console import Console
-    from rich.table import Table
-    table = Table()
-    for i, name in enumerate(header):
-        table.add_column(name, justify='right')
-    for i, cells in enumerate(rows):
-        table.add_row(*[_cell(c) for c in cells], *[number(col[i]) for col in computed])
-    Console(file=file).print(table)
+    table = TableRows(header, file)
+    table.add([[*map(_cell, cells), *(number(c[i]) for c in computed)]
+               for i, cells in enumerate(rows)])
+    table.close()
+
+
+# ---- streamed rows: one writer per format, fed chunk by chunk ----
+
+TABLE_ROWS = 20  # a batch's table shows its first and last rows, this many each
+
+
+def computed_lines(computed, delimiter):
+    """Each row's computed numbers as bytes, `delimiter` first and LF last, in
+    shortest round-trip form.
+
+    orjson writes the whole block at once (Ryu, in C) as [[a,b],[c,d]]; its
+    brackets become the delimiters and line breaks. A row holding inf or nan,
+    which orjson writes as null, is patched in with repr.
+    """
+    import numpy as np
+    import orjson
+    if len(computed[0]) == 0:
+        return []
+    block = np.column_stack(computed)
+    d = delimiter.encode()
+    text = orjson.dumps(block, option=orjson.OPT_SERIALIZE_NUMPY)[2:-2]
+    if d != b',':
+        text = text.replace(b',', d)
+    lines = (d + text.replace(b']' + d + b'[', b'\n' + d) + b'\n').splitlines(keepends=True)
+    finite = np.isfinite(block).all(axis=1)
+    if not finite.all():
+        for i in np.flatnonzero(~finite):
+            lines[i] = (delimiter + delimiter.join(map(number, block[i])) + '\n').encode()
+    return lines
+
+
+def _text(write_rows_to):
+    """What a csv.writer writes, as UTF-8 bytes."""
+    import io
+    buffer = io.StringIO()
+    write_rows_to(buffer)
+    return buffer.getvalue().encode('utf-8', 'surrogateescape')
+
+
+class TextRows:
+    """CSV, TSV (and plain, which is TSV) rows, as bytes into a binary file.
+    When `echo` is set the input rows' own bytes, already in this format,
+    are copied as they are."""
+
+    def __init__(self, fmt, header, file, echo):
+        import csv
+        self.csv = csv
+        self.delimiter = ',' if fmt == 'csv' else '\t'
+        self.file, self.echo = file, echo
+        file.write(_text(lambda f: self._writer(f).writerow(header)))
+
+    def _writer(self, f):
+        return self.csv.writer(f, delimiter=self.delimiter, lineterminator='\n')
+
+    def write(self, chunk, computed):
+        d = self.delimiter
+        lines = computed_lines(computed, d)
+        if self.echo and chunk.lines is not None:
+            parts = [None] * (2 * len(lines))
+            parts[0::2] = chunk.lines
+            parts[1::2] = lines
+            self.file.write(b''.join(parts))
+        else:
+            rows = ([*map(_cell, cells), *text.decode()[1:-1].split(d)]
+                    for cells, text in zip(chunk.rows(), lines))
+            self.file.write(_text(lambda f: self._writer(f).writerows(rows)))
+
+    def close(self):
+        pass
+
+
+class JsonRows:
+    """JSON Lines, or one JSON array of row objects."""
+
+    def __init__(self, fmt, header, outputs, file, cells_are_text):
+        self.fmt, self.header, self.outputs, self.file = fmt, header, outputs, file
+        self.as_json = _json_cell if cells_are_text else _json_value
+        self.first = True
+        if fmt == 'json':
+            file.write(b'[')
+
+    def write(self, chunk, computed):
+        import orjson
+        numbers = [column.tolist() for column in computed]
+        if chunk.objects is not None:  # JSON Lines in: each object's own keys, in its order
+            inputs = [{k: _json_value(v) for k, v in row.items()} for row in chunk.objects]
+        else:
+            inputs = [{k: self.as_json(v) for k, v in zip(self.header, cells) if v is not ABSENT}
+                      for cells in chunk.rows()]
+        objects = []
+        for i, row in enumerate(inputs):
+            row.update(zip(self.outputs, (_json_number(n[i]) for n in numbers)))
+            objects.append(orjson.dumps(row).decode())
+        if not objects:
+            return
+        if self.fmt == 'jsonl':
+            self.file.write(('\n'.join(objects) + '\n').encode())
+        else:
+            self.file.write((('\n' if self.first else ',\n') + ',\n'.join(objects)).encode())
+            self.first = False
+
+    def close(self):
+        if self.fmt == 'json':
+            self.file.write(b'\n]\n')
+
+
+class TableRows:
+    """A rich table of the first and the last TABLE_ROWS rows: a terminal
+    cannot show a million, and memory stays bounded. Every cell is plain
+    text to rich (never markup). Unlike the other writers, it writes text
+    to a text stream (the terminal)."""
+
+    def __init__(self, header, file):
+        from collections import deque
+        self.header, self.file = header, file
+        self.head, self.tail, self.count = [], deque(maxlen=TABLE_ROWS), 0
+
+    def write(self, chunk, computed):
+        texts = [[number(x) for x in column.tolist()] for column in computed]
+        self.add([[*map(_cell, cells), *(t[i] for t in texts)]
+                  for i, cells in enumerate(chunk.rows())])
+
+    def add(self, rows):
+        for row in rows:
+            self.count += 1
+            if len(self.head) < TABLE_ROWS:
+                self.head.append(row)
+            else:
+                self.tail.append(row)
+
+    def close(self):
+        from rich.console import Console
+        from rich.table import Table
+        from rich.text import Text
+        table = Table()
+        for name in self.header:
+            table.add_column(Text(name), justify='right')
+        for row in self.head:
+            table.add_row(*map(Text, row))
+        hidden = self.count - len(self.head) - len(self.tail)
+        if hidden:
+            table.add_row(*[Text(f'… {hidden:,} more rows (--format csv shows them all)')
+                            if i == 0 else Text('…') for i in range(len(self.header))])
+        for row in self.tail:
+            table.add_row(*map(Text, row))
+        Console(file=self.file).print(table)
+
+
+class ParquetRows:
+    """Parquet: input columns as they were (text, from CSV or JSON Lines),
+    then the computed float64 columns."""
+
+    def __init__(self, header, outputs, path):
+        self.header, self.outputs, self.path, self.writer = header, outputs, path, None
+
+    def write(self, chunk, computed):
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+        if chunk.table is not None:
+            arrays = list(chunk.table.columns)
+        else:
+            rows = chunk.rows()
+            arrays = [pa.array([None if c is ABSENT or c is None else _cell(c) for c in column],
+                               pa.string()) for column in zip(*rows)] if rows else \
+                [pa.array([], pa.string()) for _ in self.header]
+        arrays += [pa.array(column, pa.float64()) for column in computed]
+        batch = pa.RecordBatch.from_arrays(arrays, names=self.header + self.outputs)
+        if self.writer is None:
+            self.writer = pq.ParquetWriter(self.path, batch.schema)
+        self.writer.write_batch(batch)
+
+    def close(self):
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+        if self.writer is None:  # no rows: still a valid file with the columns
+            schema = pa.schema([(n, pa.string()) for n in self.header] +
+                               [(n, pa.float64()) for n in self.outputs])
+            self.writer = pq.ParquetWriter(self.path, schema)
+        self.writer.close()
