@@ -22,6 +22,8 @@ import keyword
 import re
 from typing import NamedTuple
 
+from ..core.primitives import FUNCTIONS, PRIMITIVES
+from ..errors import AdgradError
 from .record import Ref
 
 ATOM = 5
@@ -40,9 +42,8 @@ def _t(text, precedence=ATOM, *slots):
     return Template(text, precedence, slots)
 
 
-def _calls(form, names, arity=1):
-    args = ', '.join(f'${i}' for i in range(arity))
-    return {op: _t(form.format(name) + f'({args})', ATOM, *[0] * arity) for op, name in names.items()}
+def _call(name, arity, left='(', right=')'):
+    return _t(name + left + ', '.join(f'${i}' for i in range(arity)) + right, ATOM, *[0] * arity)
 
 
 # ---- the operators most languages share ----
@@ -53,23 +54,26 @@ _ARITHMETIC = {
     'neg': _t('-$0', 3, 3), 'pos': _t('+$0', 3, 3),
     'eq': _t('$0 == $1', COMPARE, 1, 1), 'lt': _t('$0 < $1', COMPARE, 1, 1),
     'ge': _t('$0 >= $1', COMPARE, 1, 1),
+    'le': _t('$0 <= $1', COMPARE, 1, 1), 'gt': _t('$0 > $1', COMPARE, 1, 1),
 }
-_ONE = ['sin', 'cos', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'tanh', 'exp', 'log',
-        'log2', 'log10', 'sqrt', 'abs', 'sigmoid', 'relu', 'sign']
-_TWO = ['min', 'max', 'atan2']
 
-# ---- adgrad ----
 
-ADGRAD = {**_ARITHMETIC, **_calls('{}', {n: n for n in _ONE}), **_calls('{}', {n: n for n in _TWO}, 2),
+def _functions():
+    """{name: arity} of every function a program may call."""
+    return {name: row.arity for name, row in FUNCTIONS.items() if row.symbol is None}
+
+
+# ---- adgrad: every function is called by its own name ----
+
+ADGRAD = {**_ARITHMETIC,
+          **{name: _call(name, arity) for name, arity in _functions().items()},
           'pow': _t('$0^$1', 4, ATOM, 3), 'where': _t('if($0, $1, $2)', ATOM, 0, 0, 0),
           'and': _t('$0 and $1', 0.3, 0.3, COMPARE)}
 
-# ---- NumPy: IEEE results under np.errstate; helpers where NumPy's function
-# differs from adgrad's at an edge (as core/arrays.py) ----
+# ---- NumPy: IEEE results under np.errstate. An op takes the array form its
+# table row names: NumPy's function, a helper written out here where that is
+# short, else adgrad's own (core/arrays.py, imported by the module) ----
 
-_NUMPY_NAMES = {'sin': 'sin', 'cos': 'cos', 'tan': 'tan', 'asin': 'arcsin', 'acos': 'arccos',
-                'atan': 'arctan', 'sinh': 'sinh', 'cosh': 'cosh', 'tanh': 'tanh', 'exp': 'exp',
-                'log': 'log', 'log2': 'log2', 'log10': 'log10', 'sqrt': 'sqrt', 'abs': 'abs'}
 NUMPY_HELPERS = {
     'sigmoid': 'def _sigmoid(a):\n    return 1.0 / (1.0 + np.exp(-a))',
     'relu': 'def _relu(a):\n    return np.where(a < 0, 0.0, a)',
@@ -80,14 +84,32 @@ NUMPY_HELPERS = {
     'lt': 'def _lt(a, b):\n    return np.less(a, b).astype(np.float64)',
     'ge': 'def _ge(a, b):\n    return np.greater_equal(a, b).astype(np.float64)',
 }
-NUMPY = {**_ARITHMETIC, **_calls('np.{}', _NUMPY_NAMES),
-         **_calls('_{}', {n: n for n in NUMPY_HELPERS if n not in ('min', 'max', 'eq', 'lt', 'ge')}),
-         **_calls('_{}', {n: n for n in ('min', 'max', 'eq', 'lt', 'ge')}, 2),
-         'atan2': _t('np.arctan2($0, $1)', ATOM, 0, 0),
-         'pow': _t('$0**$1', 4, ATOM, 3), 'where': _t('np.where($0, $1, $2)', ATOM, 0, 0, 0)}
 
-# ---- C99 with math.h ----
 
+def numpy_table():
+    from ..core import arrays
+    import numpy as np
+    table = {**_ARITHMETIC, 'pow': _t('$0**$1', 4, ATOM, 3),
+             'where': _t('np.where($0, $1, $2)', ATOM, 0, 0, 0)}
+    for name, row in PRIMITIVES.items():
+        if name in table and name not in NUMPY_HELPERS:
+            continue
+        if name in NUMPY_HELPERS:
+            table[name] = _call('_' + name, row.arity)
+        elif hasattr(arrays, row.array):
+            table[name] = _call('_arrays.' + row.array, row.arity)
+        elif hasattr(np, row.array):
+            table[name] = _call('np.' + row.array, row.arity)
+    del table['le'], table['gt']      # comparisons stay numbers: the helpers' 0.0 and 1.0
+    return table
+
+
+# ---- C99 with math.h: the function of the same convention, or a helper
+# written in the steps of ieee.py's ----
+
+_C_MATH = {'sin', 'cos', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'tanh', 'exp', 'log',
+           'log2', 'log10', 'sqrt', 'atan2', 'hypot', 'cbrt', 'log1p', 'expm1', 'exp2', 'erf',
+           'erfc', 'floor', 'ceil', 'asinh', 'acosh', 'atanh'}
 C_HELPERS = {
     'sigmoid': 'static double ad_sigmoid(double a) { return 1.0 / (1.0 + exp(-a)); }',
     'relu': 'static double ad_relu(double a) { return a < 0 ? 0.0 : a; }',
@@ -96,41 +118,74 @@ C_HELPERS = {
            '{ return a != a || b != b ? NAN : (a <= b ? a : b); }',
     'max': 'static double ad_max(double a, double b) '
            '{ return a != a || b != b ? NAN : (a >= b ? a : b); }',
+    'cot': 'static double ad_cot(double a) { return 1.0 / tan(a); }',
+    'sec': 'static double ad_sec(double a) { return 1.0 / cos(a); }',
+    'csc': 'static double ad_csc(double a) { return 1.0 / sin(a); }',
+    'coth': 'static double ad_coth(double a) { return 1.0 / tanh(a); }',
+    'acot': 'static double ad_acot(double a) { return atan(1.0 / a); }',
+    'acsch': 'static double ad_acsch(double a) { return asinh(1.0 / a); }',
+    'sinc': 'static double ad_sinc(double a) '
+            '{ double p = 3.141592653589793 * a; return a == 0 ? 1.0 : sin(p) / p; }',
+    'softplus': 'static double ad_softplus(double a) { return a > 20.0 ? a : log1p(exp(a)); }',
+    'silu': 'static double ad_silu(double a) { return a / (1.0 + exp(-a)); }',
+    'gelu': 'static double ad_gelu(double a) '
+            '{ return a * 0.5 * (1.0 + erf(a * 0.7071067811865476)); }',
+    'round': 'static double ad_round(double a) { return nearbyint(a); }',
+    'clamp': 'static double ad_clamp(double x, double lo, double hi) '
+             '{ double m = x != x || lo != lo ? NAN : (x >= lo ? x : lo); '
+             'return m != m || hi != hi ? NAN : (m <= hi ? m : hi); }',
+    'sech': 'static double ad_sech(double a) '
+            '{ double c = cosh(a); return c == HUGE_VAL ? 2.0 * exp(-fabs(a)) : 1.0 / c; }',
+    'csch': 'static double ad_csch(double a) { double s = sinh(a); '
+            'return fabs(s) == HUGE_VAL ? copysign(2.0 * exp(-fabs(a)), a) : 1.0 / s; }',
+    'acoth': 'static double ad_acoth(double a) '
+             '{ return copysign(0.5 * log1p(2.0 / (fabs(a) - 1.0)), a); }',
+    'asech': 'static double ad_asech(double a) '
+             '{ double r = sqrt((1.0 - a) * (1.0 + a)); return log1p(((1.0 - a) + r) / a); }',
+    'asec': 'static double ad_asec(double a) { double m = fabs(a); '
+            'return atan2(sqrt(m - 1.0) * sqrt(m + 1.0), a > 0 ? 1.0 : (a < 0 ? -1.0 : 0.0)); }',
+    'acsc': 'static double ad_acsc(double a) { double m = fabs(a); '
+            'return atan2(a > 0 ? 1.0 : (a < 0 ? -1.0 : 0.0), sqrt(m - 1.0) * sqrt(m + 1.0)); }',
 }
-C = {**_ARITHMETIC, **_calls('{}', {n: n for n in _ONE if n not in C_HELPERS and n != 'abs'}),
-     'abs': _t('fabs($0)', ATOM, 0), 'atan2': _t('atan2($0, $1)', ATOM, 0, 0),
-     **_calls('ad_{}', {n: n for n in ('sigmoid', 'relu', 'sign')}),
-     **_calls('ad_{}', {n: n for n in ('min', 'max')}, 2),
+C = {**_ARITHMETIC, 'abs': _t('fabs($0)', ATOM, 0),
+     **{name: _call(name, arity) for name, arity in _functions().items() if name in _C_MATH},
+     **{name: _call('ad_' + name, PRIMITIVES[name].arity) for name in C_HELPERS},
      'pow': _t('pow($0, $1)', ATOM, 0, 0), 'where': _t('($0 ? $1 : $2)', ATOM, 0, 0, 0),
      'and': _t('$0 && $1', 0.3, 0.3, COMPARE)}
 
-# ---- LaTeX ----
+# ---- LaTeX: \operatorname{name} for what has no sign of its own ----
 
 LATEX = {
     'add': _t('$0 + $1', 1, 1, 2), 'sub': _t('$0 - $1', 1, 1, 2),
     'mul': _t('$0 $1', 2, 2, 3), 'div': _t(r'\frac{$0}{$1}', ATOM, 0, 0),
     'neg': _t('-$0', 3, 3), 'pos': _t('+$0', 3, 3),
-    'pow': _t('{$0}^{$1}', 4, ATOM, 0), 'exp': _t('e^{$0}', 4, 0),
-    'sqrt': _t(r'\sqrt{$0}', ATOM, 0), 'abs': _t(r'\left|$0\right|', ATOM, 0),
-    **{op: _t(rf'\{op}\left($0\right)', ATOM, 0)
-       for op in ('sin', 'cos', 'tan', 'sinh', 'cosh', 'tanh', 'log', 'min', 'max')},
-    **{op: _t(rf'\{name}\left($0\right)', ATOM, 0)
+    **{name: _call(rf'\operatorname{{{name}}}', arity, r'\left(', r'\right)')
+       for name, arity in _functions().items()},
+    **{op: _call('\\' + op, 1, r'\left(', r'\right)')
+       for op in ('sin', 'cos', 'tan', 'cot', 'sec', 'csc', 'sinh', 'cosh', 'tanh', 'coth',
+                  'log')},
+    **{op: _call('\\' + name, 1, r'\left(', r'\right)')
        for op, name in (('asin', 'arcsin'), ('acos', 'arccos'), ('atan', 'arctan'))},
+    'pow': _t('{$0}^{$1}', 4, ATOM, 0), 'exp': _t('e^{$0}', 4, 0),
+    'sqrt': _t(r'\sqrt{$0}', ATOM, 0), 'cbrt': _t(r'\sqrt[3]{$0}', ATOM, 0),
+    'abs': _t(r'\left|$0\right|', ATOM, 0),
     'log2': _t(r'\log_{2}\left($0\right)', ATOM, 0),
     'log10': _t(r'\log_{10}\left($0\right)', ATOM, 0),
     'sigmoid': _t(r'\sigma\left($0\right)', ATOM, 0),
-    'relu': _t(r'\operatorname{relu}\left($0\right)', ATOM, 0),
     'sign': _t(r'\operatorname{sgn}\left($0\right)', ATOM, 0),
     'min': _t(r'\min\left($0, $1\right)', ATOM, 0, 0),
     'max': _t(r'\max\left($0, $1\right)', ATOM, 0, 0),
-    'atan2': _t(r'\operatorname{atan2}\left($0, $1\right)', ATOM, 0, 0),
+    'floor': _t(r'\left\lfloor $0 \right\rfloor', ATOM, 0),
+    'ceil': _t(r'\left\lceil $0 \right\rceil', ATOM, 0),
     'eq': _t('$0 = $1', COMPARE, 1, 1), 'lt': _t('$0 < $1', COMPARE, 1, 1),
-    'ge': _t(r'$0 \geq $1', COMPARE, 1, 1), 'and': _t(r'$0 \land $1', 0.3, 0.3, COMPARE),
+    'ge': _t(r'$0 \geq $1', COMPARE, 1, 1), 'le': _t(r'$0 \leq $1', COMPARE, 1, 1),
+    'gt': _t('$0 > $1', COMPARE, 1, 1), 'and': _t(r'$0 \land $1', 0.3, 0.3, COMPARE),
     'where': _t(r'\begin{cases} $1 & \text{if } $0 \\ $2 & \text{otherwise} \end{cases}',
                 ATOM, 0, 0, 0),
 }
 
 _COMPARISONS = ('eq', 'lt', 'ge', 'and')
+_MIRRORED = {'ge': 'le', 'lt': 'gt'}
 
 
 def _fill(template, texts):
@@ -303,6 +358,9 @@ def lay_out(derivative, table, number, variable=lambda n: n, reserved=lambda n: 
         if op == 'mul' and all(nodes[a].op in _COMPARISONS for a in node.args) and 'and' in table:
             op = 'and'
         arguments = [texts[a] for a in node.args]
+        if op in _MIRRORED and op in table and nodes[node.args[0]].op == 'const' \
+                and nodes[node.args[1]].op != 'const' and _MIRRORED[op] in table:
+            op, arguments = _MIRRORED[op], arguments[::-1]     # 0 >= x as x <= 0
         if op == 'neg' and arguments[0][1] == 2 and not arguments[0][0].startswith('-'):
             text, precedence = '-' + arguments[0][0], 2     # -(a*b) as -a*b: the same number
         else:
@@ -331,6 +389,7 @@ def lay_out(derivative, table, number, variable=lambda n: n, reserved=lambda n: 
 
 def adgrad_text(derivative, order=1):
     """A program in adgrad's language whose bindings end with the derivatives."""
+    _check_printable(derivative, ADGRAD, 'adgrad')
     labels = [_label(label, order) for label, _ in derivative.results]
     printed = lay_out(derivative, ADGRAD, adgrad_number, labels=labels)
     lines = [f'{name} = {text}' for name, text in printed.bindings]
@@ -346,6 +405,7 @@ def _label(variable, order):
 
 def latex_text(derivative, order=1, function='f'):
     """One display-math line per binding and per derivative."""
+    _check_printable(derivative, LATEX, 'latex')
     printed = lay_out(derivative, LATEX, latex_number, variable=latex_name,
                       labels=[_label(label, order) for label, _ in derivative.results],
                       display=_latex_binding)
@@ -367,11 +427,17 @@ def _latex_binding(name):
 
 def numpy_text(derivative):
     """A Python module: f(x, y, ...) -> (value, {name: gradient}) over arrays."""
-    printed = lay_out(derivative, NUMPY, python_number, labels=_code_labels(derivative),
+    table = numpy_table()
+    _check_printable(derivative, table, 'numpy')
+    printed = lay_out(derivative, table, python_number, labels=_code_labels(derivative),
                       variable=lambda n: f'{n}_' if python_safe(n) else n, reserved=python_safe)
     parameters = ', '.join(printed.variables.values())
     used = _helpers_used(derivative, NUMPY_HELPERS)
     lines = ['import numpy as np', '']
+    if any(table[n.op].text.startswith('_arrays.') for n in map(derivative.tape.nodes.__getitem__,
+                                                              derivative.reachable())
+           if n.op in table):
+        lines[1:1] = ['', "from autodiff_cli.core import arrays as _arrays  # forms NumPy lacks"]
     for op in used:
         lines += [NUMPY_HELPERS[op], '']
     lines += ['', f'def f({parameters}):',
@@ -396,6 +462,7 @@ def numpy_text(derivative):
 
 def c_text(derivative):
     """C99: void f(double x, ..., double *value, double *grad)."""
+    _check_printable(derivative, C, 'c')
     printed = lay_out(derivative, C, c_number, labels=_code_labels(derivative),
                       variable=lambda n: f'{n}_' if c_safe(n) else n, reserved=c_safe)
     used = _helpers_used(derivative, C_HELPERS)
@@ -416,6 +483,15 @@ def c_text(derivative):
         lines.append('    (void)grad;')
     lines.append('}')
     return '\n'.join(lines) + '\n'
+
+
+def _check_printable(derivative, table, language):
+    nodes = derivative.tape.nodes
+    for i in derivative.reachable():
+        op = nodes[i].op
+        if op not in table and op not in ('input', 'const'):
+            raise AdgradError(f"--lang {language} has no form for '{op}' yet; "
+                              "--lang adgrad prints every function")
 
 
 def _code_labels(derivative):

@@ -156,11 +156,11 @@ class Derivative:
         return [i for i in range(len(nodes)) if seen[i]]
 
 
-def differentiate(graph, wrt=None, with_value=False, simplify=True):
+def differentiate(graph, wrt=None, with_value=False, simplify=True, exact=False):
     """∂output/∂v of `graph` for each v in `wrt` (default: every variable),
     as one recorded tape that the derivatives share."""
     wrt = list(graph.inputs) if wrt is None else list(wrt)
-    tape = Tape(simplify)
+    tape = Tape(simplify, exact)
     values = replay(graph, tape)
     grads = gradient(graph, tape, values)
     results = [('value', values[graph.output])] if with_value else []
@@ -168,11 +168,12 @@ def differentiate(graph, wrt=None, with_value=False, simplify=True):
     return Derivative(tape, results, graph.source)
 
 
-def nth_derivative(graph, wrt, order, simplify=True):
+def nth_derivative(graph, wrt, order, simplify=True, exact=False):
     """The order-th derivative of the output with respect to one variable:
     the recorded derivative graph differentiated again, order times, each
-    time on the same tape so that sharing is kept."""
-    tape = Tape(simplify)
+    time on the same tape so that sharing is kept. `exact` keeps only the
+    identities that hold in IEEE arithmetic (for numbers, not for reading)."""
+    tape = Tape(simplify, exact)
     values = replay(graph, tape)
     result = values[graph.output]
     for _ in range(order):

@@ -5,9 +5,9 @@ all floats: those are folded before) and returns what to use instead, or
 None to make the node as asked. Every identity holds for finite numbers;
 those marked IEEE below do not hold for inf or nan, and the README says so.
 A tape made `exact` (for numbers, as the Hessian's) keeps only the
-identities that give the same float64 result for every input, inf and nan
-included, up to the sign of a zero: x*1, x+0, x^1, x^0, 1^x, --x,
-a + -b -> a - b and the folding of constants.
+identities after which the value and every derivative of it are the same
+float64 numbers, inf and nan included, up to the sign of a zero: x*1, x+0,
+--x, a + -b -> a - b, and the folding of constants.
 """
 
 import math
@@ -136,6 +136,8 @@ def _pos(tape, a):
 
 
 def _pow(tape, a, b):
+    if tape.exact:
+        return None        # x^1 -> x keeps the value but drops the rule's where(b == 0)
     vb = tape.value(b)
     if vb == 1.0:
         return a
