@@ -281,3 +281,39 @@ def test_parquet_refusals(tmp_path):
     run = run_main(['eval', 'x', '--points', _file(tmp_path, 'p.csv', 'x\n1\n'), '--format', 'csv',
                     '-o', str(tmp_path / 'o.parquet')])
     assert run.code == 2 and 'drop --format' in run.err
+
+
+# ---- pyarrow's reader says what Python's float() says, or steps aside ----
+
+_NUMBERISH = r'[ \t]?[+-]?(\d{0,3}(\.\d{0,3})?([eE][+-]?\d{1,3})?|inf|nan|infinity|Infinity|NaN|INF)[ \t]?'
+
+
+def _cells():
+    from hypothesis import strategies as st
+    return st.one_of(st.from_regex(_NUMBERISH, fullmatch=True),
+                     st.text(alphabet=' \t0123456789.eE+-_xnaif\x0b\x0c\u00a0', max_size=6))
+
+
+def test_arrow_reads_every_cell_as_float_does():
+    hypothesis = pytest.importorskip('hypothesis')
+    pytest.importorskip('pyarrow')
+    from unittest import mock
+
+    from hypothesis import strategies as st
+
+    from autodiff_cli.cli import points
+
+    @hypothesis.settings(max_examples=150, deadline=None)
+    @hypothesis.given(st.lists(st.tuples(_cells(), _cells()), min_size=1, max_size=6))
+    def check(rows):
+        import tempfile
+        with tempfile.NamedTemporaryFile('w', suffix='.csv', delete=False) as f:
+            f.write('x,y\n' + ''.join(f'{a},{b}\n' for a, b in rows))
+        try:
+            fast = run_main(['eval', 'x + y', 'y=1', '--points', f.name])
+            with mock.patch.object(points, '_pyarrow_csv', lambda: None):
+                slow = run_main(['eval', 'x + y', 'y=1', '--points', f.name])
+        finally:
+            os.unlink(f.name)
+        assert (fast.code, fast.out, fast.err) == (slow.code, slow.out, slow.err)
+    check()

@@ -150,7 +150,7 @@ class Source:
         return AdgradError(f'{self.name}: {self.unit} {number}: {message}')
 
     def fast_columns(self, chunk, wanted, fills):
-        return None
+        return None if chunk.table is None else _table_columns(self, chunk, wanted, fills)
 
     def quick(self, cells):
         """Text cells as numbers, raising on anything but a number (float()'s rules)."""
@@ -491,22 +491,31 @@ class ParquetSource(Source):
         except OSError as error:
             raise AdgradError(f'cannot read {self.name}: {_first_line(error)}') from None
 
-    def fast_columns(self, chunk, wanted, fills):
-        import numpy as np
-        import pyarrow as pa
-        import pyarrow.compute as pc
-        out = {}
-        for variable in wanted:
-            data = chunk.table.column(self.header.index(variable))
-            if not (pa.types.is_floating(data.type) or pa.types.is_integer(data.type)):
-                return None  # text and the rest: cell by cell, as CSV reads them
+
+def _table_columns(source, chunk, wanted, fills):
+    """Columns of a pyarrow batch (Parquet, or a Dask partition): numbers cast
+    to float64, text read by Arrow's own parser; None when a cell needs a
+    closer look (the per-cell path then names it)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    out = {}
+    for variable in wanted:
+        data = chunk.table.column(source.header.index(variable))
+        kind = data.type
+        if not (pa.types.is_floating(kind) or pa.types.is_integer(kind)
+                or pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+            return None
+        try:
             data = pc.cast(data, pa.float64(), safe=False)
-            if data.null_count:
-                if variable not in fills:
-                    return None
-                data = data.fill_null(fills[variable])
-            out[variable] = np.ascontiguousarray(data.to_numpy(zero_copy_only=False))
-        return out
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return None
+        if data.null_count:
+            if variable not in fills:
+                return None
+            data = data.fill_null(fills[variable])
+        out[variable] = np.frombuffer(data.buffers()[1], np.float64, len(data), data.offset * 8)
+    return out
 
 
 def _first_line(error):
