@@ -3,9 +3,10 @@
 import csv
 import io
 import os
-import sys
 
 import pytest
+
+from tests.helpers import run_main
 
 dd = pytest.importorskip('dask.dataframe')
 distributed = pytest.importorskip('dask.distributed')
@@ -13,26 +14,6 @@ pa = pytest.importorskip('pyarrow')
 pq = pytest.importorskip('pyarrow.parquet')
 
 EXPR = 'h(t) = t^2 * sin(t); h(x) / (1 + y^2) + max(x, y) + log(x)'
-
-
-class _Out(io.TextIOWrapper):
-    def __init__(self):
-        super().__init__(io.BytesIO(), encoding='utf-8', newline='')
-
-    def text(self):
-        self.flush()
-        return self.buffer.getvalue().decode()
-
-
-def run_main(argv):
-    from autodiff_cli.cli.main import main
-    saved = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = _Out(), _Out()
-    try:
-        code = main(list(argv))
-        return int(code), sys.stdout.text(), sys.stderr.text()
-    finally:
-        sys.stdout, sys.stderr = saved
 
 
 @pytest.fixture(scope='module')

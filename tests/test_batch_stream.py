@@ -11,33 +11,7 @@ import sys
 
 import pytest
 
-from tests.helpers import evaluate
-
-
-class _Out(io.TextIOWrapper):
-    def __init__(self):
-        super().__init__(io.BytesIO(), encoding='utf-8', newline='')
-
-    def text(self):
-        self.flush()
-        return self.buffer.getvalue().decode()
-
-
-class Run:
-    def __init__(self, code, out, err):
-        self.code, self.out, self.err = code, out, err
-
-
-def run_main(argv):
-    """main(argv) with stdout and stderr of its own, as pipes (not terminals)."""
-    from autodiff_cli.cli.main import main
-    saved = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = _Out(), _Out()
-    try:
-        code = main(list(argv))
-        return Run(int(code), sys.stdout.text(), sys.stderr.text())
-    finally:
-        sys.stdout, sys.stderr = saved
+from tests.helpers import evaluate, run_main
 
 
 def _file(tmp_path, name, data):
