@@ -16,22 +16,8 @@ from ..core.batch import run_batch
 from ..errors import UsageError
 from .common import Exit, input_values, numerical, where
 
-ENGINES = ('numpy', 'dask')
 _EXTENSIONS = {'.csv': 'csv', '.tsv': 'tsv', '.jsonl': 'jsonl', '.ndjson': 'jsonl',
                '.json': 'json', '.parquet': 'parquet', '.pq': 'parquet'}
-
-
-def add_options(parser):
-    """The batch options of eval and grad (main.py calls this)."""
-    parser.add_argument('-o', '--output', metavar='FILE',
-                        help="with --points: write the rows to FILE (its ending, .csv .tsv "
-                             ".jsonl .json .parquet, gives the format), all or nothing")
-    parser.add_argument('--engine', choices=ENGINES, default='numpy',
-                        help='with --points: numpy (this process, streamed) or dask (each '
-                             "partition on a Dask cluster; pip install 'adgrad[dask]')")
-    parser.add_argument('--scheduler', metavar='ADDRESS',
-                        help='with --engine dask: the address of a running Dask scheduler '
-                             '(default: a local cluster on this machine)')
 
 
 def run_points(args, graph, bindings, names, out, warn, stdin=None):

@@ -53,7 +53,7 @@ def add_arguments(parser, command):
     if command is Command.GRAD:
         parser.add_argument('--wrt', metavar='X,Y',
                             help='list only these variables, comma-separated')
-    from .batch import add_options  # -o, --engine, --scheduler: the batch path's own options
+    from .batch_options import add_options  # -o, --engine, --scheduler: the batch path's
     add_options(parser)
 
 
