@@ -53,7 +53,7 @@ def add_arguments(parser, command):
     if command is Command.GRAD:
         parser.add_argument('--wrt', metavar='X,Y',
                             help='list only these variables, comma-separated')
-    from .batch_options import add_options  # -o, --engine, --scheduler: the batch path's
+    from .batch_options import add_options  # -o, --engine, --scheduler, for --points
     add_options(parser)
 
 
