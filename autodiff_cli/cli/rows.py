@@ -1,20 +1,11 @@
-"""Rows out: input cells followed by computed columns, in CSV, TSV, JSON Lines,
-JSON or a table; numbers in shortest round-trip form."""
+"""Rows of a batch out, chunk by chunk: input cells followed by computed
+columns, in CSV, TSV, JSON Lines, JSON, Parquet or a table; numbers in
+shortest round-trip form."""
 
 import json
-import math
 
+from .output import json_number as _json_number, number
 from .points import ABSENT
-
-_CHUNK = 65536  # rows formatted at a time: bounds memory, paces the progress bar
-
-
-def number(x):
-    return repr(float(x))
-
-
-def _json_number(x):
-    return x if math.isfinite(x) else number(x)
 
 
 def _cell(x):
@@ -40,73 +31,6 @@ def _json_cell(x):
         return _json_number(float(x))
     except (TypeError, ValueError):
         return x
-
-
-def _shortest(column):
-    """Shortest round-trip texts of a float64 array, as str.
-
-    orjson writes floats with Ryu, several times faster than repr() on full
-    17-digit values (the bulk of a batch's output); it writes 0.00001 where
-    repr writes 1e-05, the same number. It writes no inf or nan: those are
-    patched in with repr.
-    """
-    import numpy as np
-    import orjson
-    texts = orjson.dumps(column, option=orjson.OPT_SERIALIZE_NUMPY)[1:-1].decode().split(',')
-    for i in np.flatnonzero(~np.isfinite(column)):
-        texts[i] = repr(float(column[i]))
-    return texts
-
-
-def write_rows(fmt, header, rows, computed, file, advance=None, echo=None, cells_are_text=True):
-    """Rows of input cells followed by computed columns, in a row format.
-
-    `rows` holds lists of cells, one per header name before the computed
-    ones, and `computed` one float64 array per computed column. `echo`, the
-    rows' original CSV/TSV lines in this very format, is copied as it is
-    rather than parsed and quoted again.
-    """
-    import csv
-    count = len(rows) if echo is None else len(echo)
-    delimiter = ',' if fmt == 'csv' else '\t'
-    if fmt == 'table':
-        return _rows_table(header, rows, computed, file)
-    if fmt in ('csv', 'tsv', 'plain'):
-        writer = csv.writer(file, delimiter=delimiter, lineterminator='\n')
-        writer.writerow(header)
-    elif fmt == 'json':
-        file.write('[')
-    for start in range(0, count, _CHUNK):
-        stop = min(start + _CHUNK, count)
-        if fmt in ('csv', 'tsv', 'plain'):
-            texts = [_shortest(column[start:stop]) for column in computed]
-        if fmt in ('csv', 'tsv', 'plain') and echo is not None:
-            file.write('\n'.join(map(delimiter.join, zip(echo[start:stop], *texts))) + '\n')
-        elif fmt in ('csv', 'tsv', 'plain'):
-            writer.writerows([*map(_cell, rows[i]), *(t[i - start] for t in texts)]
-                             for i in range(start, stop))
-        else:
-            import orjson
-            numbers = [column[start:stop].tolist() for column in computed]
-            as_json = _json_cell if cells_are_text else _json_value
-            objects = [orjson.dumps({k: v for k, v in zip(header, [
-                *map(as_json, rows[i]), *(_json_number(n[i - start]) for n in numbers)])
-                if v is not ABSENT}).decode() for i in range(start, stop)]
-            if fmt == 'jsonl':
-                file.write('\n'.join(objects) + '\n')
-            else:
-                file.write((',\n' if start else '\n') + ',\n'.join(objects))
-        if advance:
-            advance(stop - start)
-    if fmt == 'json':
-        file.write('\n]\n')
-
-
-def _rows_table(header, rows, computed, file):
-    table = TableRows(header, file)
-    table.add([[*map(_cell, cells), *(number(c[i]) for c in computed)]
-               for i, cells in enumerate(rows)])
-    table.close()
 
 
 # ---- streamed rows: one writer per format, fed chunk by chunk ----
@@ -239,21 +163,15 @@ class TableRows:
                 self.tail.append(row)
 
     def close(self):
-        from rich.console import Console
-        from rich.table import Table
-        from rich.text import Text
-        table = Table()
-        for name in self.header:
-            table.add_column(Text(name), justify='right')
-        for row in self.head:
-            table.add_row(*map(Text, row))
+        from .output import rich_text, table
+        rows = list(self.head)
         hidden = self.count - len(self.head) - len(self.tail)
         if hidden:
-            table.add_row(*[Text(f'… {hidden:,} more rows (--format csv shows them all)')
-                            if i == 0 else Text('…') for i in range(len(self.header))])
-        for row in self.tail:
-            table.add_row(*map(Text, row))
-        Console(file=self.file).print(table)
+            rows.append([f'… {hidden:,} more rows (--format csv shows them all)']
+                        + ['…'] * (len(self.header) - 1))
+        rows += self.tail
+        shown = table([(name, 'right', None) for name in self.header], rows)
+        self.file.write(rich_text([shown], self.file))
 
 
 class ParquetRows:
