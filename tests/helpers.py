@@ -132,7 +132,9 @@ def run_main(argv, stdin=b'', tty=False, encoding='utf-8'):
     # stdin as Python opens it in UTF-8 mode or the C locale: bad bytes become
     # lone surrogates instead of failing on read, the harder case for adgrad.
     sys.stdin = _Stream(stdin, errors='surrogateescape')
-    sys.stdout, sys.stderr = _Stream(tty=tty, encoding=encoding), _Stream(encoding=encoding)
+    # stderr escapes what it cannot encode, as Python's own always does.
+    sys.stdout = _Stream(tty=tty, encoding=encoding)
+    sys.stderr = _Stream(encoding=encoding, errors='backslashreplace')
     try:
         code = main(list(argv))
         return Run(int(code), sys.stdout.text(), sys.stderr.text())

@@ -1,0 +1,99 @@
+"""Running a generated case in-process, and the properties every run must have.
+
+- the exit code is 0, 1 or 2, never 70 (a bug) nor anything else;
+- nothing on stdout when the exit is 2, and no traceback on stderr;
+- an answer within a fixed time;
+- for a numbers case: the single point, its row of a batch, and the program
+  with its blocks inlined give the same value and gradient.
+"""
+
+import json
+import math
+import os
+import shutil
+import signal
+import tempfile
+
+from tests.helpers import Run, run_main, same
+
+
+class Hang(BaseException):
+    """Raised by the alarm; a BaseException so that main() does not map it to an exit code."""
+
+
+def execute(case, limit):
+    """Run each command line of the case in a fresh folder holding its files: [Run]."""
+    folder, cwd = tempfile.mkdtemp(prefix='adgrad-fuzz-'), os.getcwd()
+    runs = []
+
+    def alarm(*_):
+        raise Hang
+    previous = signal.signal(signal.SIGALRM, alarm)
+    try:
+        for name, data in case['files'].items():
+            with open(os.path.join(folder, name), 'wb') as f:
+                f.write(data)
+        os.chdir(folder)
+        for argv in case.get('runs') or [case['argv']]:
+            signal.setitimer(signal.ITIMER_REAL, limit)
+            try:
+                runs.append(run_main(argv, stdin=case.get('stdin', b'')))
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+        os.chdir(cwd)
+        shutil.rmtree(folder, ignore_errors=True)
+    return runs
+
+
+def internal_error(run):
+    """The cause of an exit 70, as one line ('' when the run was not one)."""
+    if run.code != 70:
+        return ''
+    line = (run.err.strip().splitlines() or [''])[-1]
+    return line.removeprefix('adgrad: internal error: ').split(' (run with')[0]
+
+
+def problems(case, runs):
+    """What is wrong with these runs of the case, as short texts ([] when nothing)."""
+    found = []
+    for run in runs:
+        if run.code == 70:
+            found.append(f'exit 70: {internal_error(run)}')
+        elif run.code not in (0, 1, 2):
+            found.append(f'exit {run.code}')
+        if run.code == 2 and run.out:
+            found.append('stdout on exit 2')
+        if 'Traceback' in run.err:
+            found.append('traceback on stderr')
+    if not found and case['kind'] == 'numbers':
+        found += _disagreements(case, runs)
+    return found
+
+
+def _number(x):
+    return float(x)   # also the strings 'inf', '-inf' and 'nan' that adgrad writes
+
+
+def _disagreements(case, runs):
+    codes = [run.code for run in runs]
+    if len(set(codes)) > 1:
+        return [f'wrong numbers: exit codes {codes} for one point, a batch and the inlined program']
+    if codes[0] != 0:
+        return []
+    single, inlined = json.loads(runs[0].out), json.loads(runs[2].out)
+    row = json.loads(runs[1].out.splitlines()[case['row']])
+    batch = {'value': row['value'],
+             'gradient': {k[2:]: v for k, v in row.items() if k.startswith('d_')}}
+    wrong = []
+    for name, other in (('batch row', batch), ('inlined program', inlined)):
+        for key in ['value'] + sorted(single['gradient']):
+            a = _number(single['value'] if key == 'value' else single['gradient'][key])
+            got = other['value'] if key == 'value' else other['gradient'].get(key)
+            if got is None and name == 'inlined program':
+                got = 0.0   # inlining dropped the variable with an unused argument: ∂ is 0
+            b = math.nan if got is None else _number(got)
+            if not same(a, b, rel=1e-9, abs_=1e-9):
+                wrong.append(f'wrong numbers: {name} gives {key} = {b!r}, the single point {a!r}')
+    return wrong

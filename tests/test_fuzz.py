@@ -1,0 +1,85 @@
+"""adgrad's fuzzer in CI: a bounded number of generated cases per kind, under hypothesis.
+
+The generators and properties are tests/fuzz/gen.py and tests/fuzz/check.py:
+exit 0, 1 or 2 and never 70; nothing on stdout on exit 2; an answer within
+LIMIT seconds; the same numbers from a single point, a batch row and the
+program with its blocks inlined. Hypothesis drives each generator through a
+random.Random it can shrink, derandomized so that CI sees the same cases every
+run; the long campaign (`python -m tests.fuzz --n 100000 --seed S`) explores.
+Set ADGRAD_FUZZ_EXAMPLES to run more cases per kind here.
+"""
+
+import os
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from tests.fuzz import gen
+from tests.fuzz.check import Hang, execute, problems
+
+LIMIT = 10.0   # seconds per command line: a hang, not a speed target
+EXAMPLES = int(os.environ.get('ADGRAD_FUZZ_EXAMPLES', '60'))
+
+fuzz = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
+                suppress_health_check=list(HealthCheck))
+
+
+def check(case):
+    try:
+        runs = execute(case, LIMIT)
+    except Hang:
+        pytest.fail(f'no answer within {LIMIT} s: {case}')
+    found = problems(case, runs)
+    assert not found, (found, case, [run.err[-500:] for run in runs])
+
+
+@fuzz
+@given(st.randoms(use_true_random=False))
+def test_programs_and_command_lines(rng):
+    text, _, variables = gen.program(rng)
+    check({'kind': 'program', 'argv': gen.command_line(rng, variables), 'stdin': text.encode(),
+           'files': {'prog.ad': text.encode()}})
+
+
+@fuzz
+@given(st.randoms(use_true_random=False))
+def test_mutated_text(rng):
+    text, _, variables = gen.program(rng)
+    data = gen.mutate(rng, text)
+    check({'kind': 'mutated', 'argv': gen.command_line(rng, variables), 'stdin': data,
+           'files': {'prog.ad': data}})
+
+
+@fuzz
+@given(st.randoms(use_true_random=False))
+def test_points_files(rng):
+    text, _, variables = gen.program(rng)
+    name, data = gen.points_file(rng, variables)
+    check({'kind': 'points', 'argv': gen.command_line(rng, variables, points_file=name),
+           'stdin': text.encode(), 'files': {'prog.ad': text.encode(), name: data}})
+
+
+@fuzz
+@given(st.randoms(use_true_random=False))
+def test_single_point_batch_and_inlined_program_agree(rng):
+    check(gen.numbers_case(rng))
+
+
+def test_the_campaign_reports_counts(capsys):
+    """The long campaign's harness, on a few cases: a worker process, counts, a verdict."""
+    from tests.fuzz.__main__ import main
+    code = main(['--n', '12', '--seed', 'ci'])
+    out = capsys.readouterr().out
+    assert 'adgrad fuzz campaign: 12 cases' in out and 'exit codes:' in out
+    assert code == (0 if 'internal errors (exit 70): 0 ' in out and 'hangs (over 5 s): 0' in out
+                    and 'wrong numbers: 0' in out else 1)
+
+
+def test_generated_programs_are_valid_and_inlining_keeps_their_meaning():
+    """The generator itself: its programs lower, and its inlined twin has no block."""
+    from autodiff_cli import lower
+    for seed in range(200):
+        text, inlined, _ = gen.program(random.Random(seed))
+        lower(text)
+        assert all(node.block is None for node in lower(inlined).nodes)
