@@ -14,7 +14,7 @@ import shutil
 import signal
 import tempfile
 
-from tests.helpers import Run, run_main, same
+from tests.helpers import run_main, same
 
 
 class Hang(BaseException):
