@@ -16,9 +16,9 @@ import stat
 from ..errors import AdgradError, UsageError
 from .common import Exit, input_values, parse_bindings, read_program, report_nonfinite
 
-FORMATS = ('svg', 'png', 'pdf', 'dot', 'text', 'html')
+FORMATS = ('svg', 'png', 'pdf', 'dot', 'text')
 EXTENSIONS = {'.svg': 'svg', '.png': 'png', '.pdf': 'pdf', '.dot': 'dot', '.gv': 'dot',
-              '.txt': 'text', '.html': 'html', '.htm': 'html'}
+              '.txt': 'text'}
 LAYOUT_FORMATS = ('svg', 'png', 'pdf')   # the ones that run dot
 # dot takes ~0.1 s at 1,000 nodes, ~0.5 s at 3,000 and 4-7 s at 10,000; past
 # a couple of thousand nodes a picture is unreadable anyway.
@@ -122,6 +122,9 @@ def run_render(args, out, warn):
     if stepping and collapse:
         raise UsageError('--collapse draws a whole call as one node, and the steps go node by '
                          'node inside it: use one or the other')
+    if fmt == 'text' and getattr(args, 'step', None) is not None:
+        raise UsageError('--step draws one frame as a picture; --format text already lists '
+                         'every step')
     if fmt == 'html' and (stepping or collapse):
         raise UsageError('--format html is the interactive page: it takes neither --steps, '
                          '--step nor --collapse')

@@ -67,6 +67,9 @@ def collapse(graph, values=None, grads=None):
         notes = ()
         if values is not None:
             local = local_derivatives(graph, [i for i in ids if i <= r], r, values)
+            for k, link in enumerate(links):
+                if link.dst == r and link.grad is not None:
+                    links[k] = link._replace(local=local.get(link.src, 0.0))
             me = item.symbol if nodes[r].name is not None else texts[r]
             notes = tuple(f'∂{_wrap(me)}/∂{_wrap(_name(graph, a, texts, full.f))} = '
                           f'{number(local.get(a, 0.0))}' for a in args

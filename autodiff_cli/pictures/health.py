@@ -45,7 +45,7 @@ class Health(NamedTuple):
 
 
 def _text(graph, i):
-    return graph.text(i, 30) or graph.label(i)
+    return graph.text(i, 20) or graph.label(i)
 
 
 def diagnose(graph, values, grads):
@@ -80,17 +80,20 @@ def diagnose(graph, values, grads):
 
 
 def _why_zero(graph, i, uses, values, grads, blocked_by):
-    """(node, reason) where the gradient of node i became zero."""
-    for c, position in uses:
+    """(node, reason) where the gradient of node i became zero: a gate that
+    passes it nothing here comes first, then a consumer whose own gradient
+    is zero (the reason travels back from there), then a factor of zero."""
+    locals_ = [(c, pullback(graph, c, 1.0, values)[position]) for c, position in uses]
+    for c, local in locals_:
+        if (local is None or local == 0) and graph.nodes[c].op in GATES:
+            return c, f'blocked by {_text(graph, c)} (node {c}): {GATES[graph.nodes[c].op]}'
+    for c, _ in locals_:
         if grads[c] == 0 and blocked_by[c] is not None and blocked_by[c][0] is not None:
             return blocked_by[c]
-    for c, position in uses:
-        local = pullback(graph, c, 1.0, values)[position]
+    for c, local in locals_:
         if local is None or local == 0:
-            op = graph.nodes[c].op
-            why = GATES.get(op, f'∂({_text(graph, c)})/∂({_text(graph, i)}) is 0 here')
-            return c, f'blocked at {_text(graph, c)} (node {c}): {why}'
-    return None, 'the terms that reach it cancel exactly'
+            return c, f'zero: ∂({_text(graph, c)})/∂({_text(graph, i)}) = 0 (node {c})'
+    return None, 'zero: the terms that reach it cancel exactly'
 
 
 def first_nonfinite_gradient(health):

@@ -43,7 +43,8 @@ FONT = 'DejaVu Sans,Helvetica,Arial,sans-serif'
 SCALE = ((-math.inf, '#c4b5fd', '< 1e-6'), (-6, '#ddd6fe', '1e-6'), (-4, '#e0f2fe', '1e-4'),
          (-2, '#bbf7d0', '0.01'), (0, '#86efac', '1'), (2, '#fde68a', '100'),
          (4, '#fdba74', '1e4'), (6, '#fb923c', '> 1e6'))
-NONFINITE = '#dc2626'    # red: an inf or nan gradient
+NONFINITE = '#dc2626'    # red: an inf or nan gradient (border, text and arrow)
+NONFINITE_FILL = '#fecaca'
 BLOCKED = '#d6d3d1'      # grey: exactly zero, blocked by a relu, max, clamp or conditional
 BLOCKED_TEXT = '#57534e'
 
@@ -112,7 +113,8 @@ def _label(item, f, show_value, show_grad, pending, look):
         if look.color == 'magnitude' and health is not None and not pending:
             color = NONFINITE if health.state == 'nonfinite' else (
                 BLOCKED_TEXT if health.state in ('blocked', 'zero') else INK)
-        text = f'∂{f}/∂{item.symbol} = {known}'
+        text = f'∂{f}/∂{item.symbol} ≈ 0' if item.cancels and not pending else \
+            f'∂{f}/∂{item.symbol} = {known}'
         if look.color == 'magnitude' and health is not None and health.state in (
                 'vanishing', 'exploding') and not pending:
             text += f'  ({health.state})'
@@ -120,7 +122,8 @@ def _label(item, f, show_value, show_grad, pending, look):
                          and health is not None and health.state == 'nonfinite'))
         if look.color == 'magnitude' and health is not None and health.reason and not pending \
                 and health.state != 'nonfinite':
-            rows.append(_row(health.reason, BLOCKED_TEXT))
+            head, _, tail = health.reason.partition(': ')   # two short lines, not one long
+            rows.extend(_row(part, BLOCKED_TEXT) for part in (head, tail) if part)
     if not pending:
         rows.extend(_row(note, INK) for note in item.notes)
     return ('<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">'
@@ -146,14 +149,12 @@ def _node_attrs(item, mode, frame, look, output):
     if mode == 'backward' and item.live and (frame is None or frame.forward is False):
         if look.color == 'magnitude' and item.health is not None and frame is None:
             state = item.health.state
-            attrs['fillcolor'] = (NONFINITE if state == 'nonfinite' else
+            attrs['fillcolor'] = (NONFINITE_FILL if state == 'nonfinite' else
                                   BLOCKED if state in ('blocked', 'zero') else
                                   scale_color(item.health.magnitude))
             if state in ('vanishing', 'exploding', 'nonfinite'):
                 attrs['penwidth'] = '3'
                 attrs['color'] = NONFINITE if state == 'nonfinite' else INK
-            if state == 'nonfinite':
-                attrs['fontcolor'] = 'white'
         elif frame is None or item.id in frame.done:
             attrs['fillcolor'] = KNOWN
         if frame is not None and item.id == frame.current:
@@ -170,7 +171,7 @@ def _swatch(text, fill, edge, rounded=False):
 
 
 def _legend(kinds, f, mode, frame, look):
-    """One row of swatches for what this picture shows: every colour in it is explained."""
+    """Rows of swatches for what this picture shows: every colour in it is explained."""
     cells = []
     for kind, text, fill, edge in (('input', 'input', INPUT_FILL, FORWARD),
                                    ('const', 'constant', CONST_FILL, CONST_EDGE),
@@ -179,11 +180,13 @@ def _legend(kinds, f, mode, frame, look):
                                    ('output', 'output (double border)', 'white', INK)):
         if kind in kinds:
             cells.append(_swatch(text, fill, edge, rounded=kind == 'input'))
+    scale = []
     if mode == 'backward' and look.color == 'magnitude' and frame is None:
-        cells.append(f'<TD>|∂{esc(f)}/∂node|:</TD>')
-        cells.extend(_swatch(text, fill, INK) for _, fill, text in SCALE)
-        cells.append(_swatch('inf / nan', NONFINITE, NONFINITE))
-        cells.append(_swatch('0: blocked', BLOCKED, INK))
+        scale.append(f'<TD>|∂{esc(f)}/∂node| from:</TD>')
+        scale.extend(_swatch(text, fill, INK) for _, fill, text in SCALE)
+        scale.append(_swatch('inf / nan', NONFINITE_FILL, NONFINITE))
+        scale.append(_swatch('0: blocked', BLOCKED, INK))
+        scale.append('<TD>thick border: &lt; 1e-4 or &gt; 1e4</TD>')
     elif mode == 'backward' and (frame is None or not frame.forward):
         cells.append(_swatch('gradient known', KNOWN, KNOWN_EDGE))
         if frame is not None:
@@ -195,7 +198,8 @@ def _legend(kinds, f, mode, frame, look):
     if mode == 'backward' and (frame is None or not frame.forward):
         cells.append(f'<TD><FONT COLOR="{BACKWARD}">◀╌╌</FONT>'
                      f'<FONT COLOR="{KNOWN_TEXT}"> backward: gradients</FONT></TD>')
-    return f'<TABLE BORDER="0" CELLSPACING="4" CELLPADDING="2"><TR>{"".join(cells)}</TR></TABLE>'
+    return [f'<TABLE BORDER="0" CELLSPACING="4" CELLPADDING="2"><TR>{"".join(row)}</TR></TABLE>'
+            for row in (cells, scale) if row]
 
 
 def block_labels(blocks):
@@ -263,8 +267,10 @@ def layout_size(scene):
                                   for link in scene.links)
 
 
-_CHAR = 0.58         # a character of DejaVu Sans, in ems, on average over labels
+_CHAR = 0.5          # a character of DejaVu Sans, in ems, on average over labels
 _GAP = 0.6           # inches between ranks: ranksep plus an edge label
+_NODESEP = 0.5       # inches between nodes of a row (dot's nodesep)
+_ACROSS = 1.25       # what that gap takes with the labels of the flat edges in it
 
 
 def label_width(item, points):
@@ -273,28 +279,34 @@ def label_width(item, points):
     if item.value is not None:
         lines.append(f'{item.value:.4g}')
     if item.grad is not None:
-        lines.append(f'∂f/∂{item.symbol} = {item.grad:.4g}')
-    return max(map(len, lines)) * _CHAR * points / 72 + 0.35
+        flagged = item.health is not None and item.health.state in ('vanishing', 'exploding')
+        lines.append(f'∂f/∂{item.symbol} = {item.grad:.4g}' + ('  (vanishing)' * flagged))
+    width = max(map(len, lines)) * _CHAR * points / 72 + 0.35
+    return width * 1.35 if item.kind == 'input' else width   # an ellipse around the text
 
 
 def rows(scene, width, points):
     """{node id: row} to wrap a picture wider than `width` inches onto rows, as
-    a long line of text wraps, a rank at a time; None when it fits or has
-    block boxes (a box cannot be split across rows)."""
+    a long line of text wraps, whole ranks at a time; None when it fits, when
+    one rank alone is too wide, or when it has block boxes (a box cannot be
+    split across rows). Every node of a row stands on one line."""
     if width is None or scene.blocks or not scene.items:
         return None
+    width *= 0.95   # the estimate is rough: keep a margin
     rank, place = ranks(scene)
-    widest = [0.0] * (max(rank) + 1)
+    tallest = [0.0] * (max(rank) + 1)   # in LR, a rank is a column: its widest node
+    across = [0.0] * (max(rank) + 1)    # in a row, a rank's nodes stand side by side
     for item in scene.items:
-        r = rank[place[item.id]]
-        widest[r] = max(widest[r], label_width(item, points))
-    if sum(widest) + _GAP * (len(widest) - 1) <= width:
+        r, w = rank[place[item.id]], label_width(item, points)
+        tallest[r] = max(tallest[r], w)
+        across[r] += w + (_ACROSS if across[r] else 0.0)
+    if sum(tallest) + _GAP * (len(tallest) - 1) <= width or max(across) > width:
         return None
     row_of, row, used = [], 0, 0.0
-    for w in widest:
-        if used and used + _GAP + w > width:
+    for w in across:
+        if used and used + _ACROSS + w > width:
             row, used = row + 1, 0.0
-        used += (_GAP if used else 0.0) + w
+        used += (_ACROSS if used else 0.0) + w
         row_of.append(row)
     return {item.id: row_of[rank[place[item.id]]] for item in scene.items}
 
@@ -312,7 +324,8 @@ def style(scene, mode='backward', rankdir='LR', frame=None, look=Look()):
     font = f'{points:g}'
     wrapped = rows(scene, look.width, points)
     graph_attr = dict(rankdir='TB' if wrapped else rankdir, fontname=FONT, fontsize=font,
-                      nodesep='0.35', ranksep='0.5' if small else '0.9', labelloc='b',
+                      nodesep=f'{_NODESEP if wrapped else 0.35:g}',
+                      ranksep='0.35' if wrapped else '0.5' if small else '0.9', labelloc='b',
                       labeljust='l', newrank='true')
     if look.size:
         graph_attr['size'] = look.size
@@ -379,10 +392,11 @@ def style(scene, mode='backward', rankdir='LR', frame=None, look=Look()):
             # the forward edge) get an xlabel, placed after the layout.
             mid = small and link.src not in beside and (
                 wrapped is None or wrapped[link.src] != wrapped[link.dst])
-            text = number(link.grad)
+            text = '≈0' if kinds[link.dst].cancels else number(link.grad)
             if look.products and link.local is not None:
-                upstream = kinds[link.dst].grad
-                text = f'{_factor(upstream)} · {_factor(link.local)} = {text}'
+                upstream = kinds[link.dst]
+                shown = grad_text(upstream) if upstream.cancels else _factor(upstream.grad)
+                text = f'{shown} · {_factor(link.local)} = {text}'
             attrs['label' if mid else 'xlabel'] = text
             if frame is not None and link.src not in frame.done:
                 attrs['style'] = 'invis'
@@ -396,8 +410,8 @@ def style(scene, mode='backward', rankdir='LR', frame=None, look=Look()):
         lines.append(f'<TR><TD ALIGN="LEFT"><FONT POINT-SIZE="{points + 2:g}">'
                      f'{esc(frame.caption)}</FONT></TD></TR>')
     if look.legend:
-        lines.append(f'<TR><TD ALIGN="LEFT">'
-                     f'{_legend({i.kind for i in scene.items}, scene.f, mode, frame, look)}</TD></TR>')
+        lines.extend(f'<TR><TD ALIGN="LEFT">{row}</TD></TR>'
+                     for row in _legend({i.kind for i in scene.items}, scene.f, mode, frame, look))
     if lines:
         dot.attr(label=f'<<TABLE BORDER="0" CELLPADDING="2">{"".join(lines)}</TABLE>>')
     return dot
