@@ -260,3 +260,44 @@ def test_a_full_disk_is_one_line(tmp_path):
                               stderr=subprocess.PIPE, text=True)
     assert done.returncode == 2
     assert done.stderr == 'adgrad: error: cannot write the output: No space left on device\n'
+
+
+# ---- the registry of commands, and what start-up builds ----
+
+def test_every_command_has_a_module_with_add_arguments_and_run(run_cli):
+    from autodiff_cli.cli.context import Command
+    for command in Command:
+        module = command.load()
+        assert callable(module.add_arguments) and callable(module.run)
+        code, out, err = run_cli(command.value, '--help')
+        assert (code, err) == (0, '') and out.startswith(f'usage: adgrad {command.value} ')
+    code, out, _ = run_cli('--help')
+    assert code == 0 and all(c.summary in out for c in Command)
+
+
+def test_only_the_command_being_run_is_built(tmp_path):
+    check = ("import sys\nfrom autodiff_cli.cli.main import main\n"
+             "main(['grad', 'x*y', 'x=2', 'y=3'])\n"
+             "print(sorted(m for m in sys.modules if m in ('shutil', 'rich', 'shtab', 'dataclasses',"
+             " 'autodiff_cli.cli.batch', 'autodiff_cli.cli.points', 'autodiff_cli.cli.completion')"
+             " or m.startswith('autodiff_cli.cli.render')))")
+    done = subprocess.run([sys.executable, '-c', check], capture_output=True, text=True, cwd=tmp_path)
+    assert done.stdout == 'value\t6.0\nd_x\t3.0\nd_y\t2.0\n[]\n', done.stderr
+
+
+def test_formats_are_enums_that_stand_for_their_words():
+    from autodiff_cli.cli.output import Format
+    assert Format('csv') is Format.CSV and Format.CSV == 'csv' and f'{Format.CSV}' == 'csv'
+    assert {'csv': 1}[Format.CSV] == 1 and json.dumps(Format.TSV) == '"tsv"'
+
+
+def test_a_registered_command_runs_through_the_registry(run_cli, monkeypatch):
+    """What a new command module needs: add_arguments and run(args, env)."""
+    import types
+
+    from autodiff_cli.cli import context
+    fake = types.SimpleNamespace(
+        add_arguments=lambda parser, command: parser.add_argument('--times', type=int),
+        run=lambda args, env: env.stdout.write(f'{args.command} {args.times * 2}\n') and 0)
+    monkeypatch.setattr(context.Command, 'load', lambda self: fake)
+    assert run_cli('eval', '--times', '21') == (0, 'eval 42\n', '')
