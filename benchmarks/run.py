@@ -39,7 +39,8 @@ QUICK = dict(startup_runs=3, runs=1, large_terms=500, large_depth=1000, chain_de
              torch_ops=1000, torch_runs=1, linear_small=100, linear_large=1000,
              linear_reps=1, memory_tokens=10_000, memory_runs=1, batch_rows=1000)
 
-FIGURES = ('startup', 'large', 'torch', 'linearity', 'gradient', 'batch', 'memory')
+FIGURES = ('startup', 'large', 'torch', 'linearity', 'gradient', 'batch', 'memory',
+           'batch_more')
 
 
 class Figure:
@@ -284,61 +285,15 @@ class Bench:
             f'sum_of_products-{terms}.ad`: the largest maximum resident set size of '
             f'{len(times)} run(s).')]
 
-    # ---- batches ----
+    # ---- batches: benchmarks/batches.py ----
 
     def batch(self):
-        rows_n = self.sizes['batch_rows']
-        logistic = ROOT / 'samples' / 'logistic.ad'
-        return [self.batch_core(logistic, rows_n), self.batch_csv(logistic, rows_n)]
+        import batches
+        return batches.figures(self, Figure, run_process, run_child, seconds, verdict)
 
-    def batch_core(self, logistic, rows_n):
-        name = (f'batch: gradient of samples/logistic.ad at {rows_n:,} points, '
-                'compute core ÷ hand-written NumPy')
-        reps = 3
-        ours_s, theirs_s = [], []
-        try:
-            for _ in range(self.sizes['runs']):  # alternating, as for PyTorch
-                ours = run_child('batch-logistic', logistic, rows_n, reps)
-                theirs = run_child('numpy-logistic', rows_n, reps)
-                ours_s += ours['seconds']
-                theirs_s += theirs['seconds']
-        except RuntimeError as error:
-            return Figure(name, f'not available: {error}', '≤ 2×', 'n/a', '')
-        a, b = min(ours_s), min(theirs_s)
-        agree = all(abs(ours['gradient'][k] - v) <= 1e-6 * max(1.0, abs(v))
-                    for k, v in theirs['gradient'].items())
-        return Figure(name, f'{a / b:.2f}× ({seconds(a)} ÷ {seconds(b)})', '≤ 2×',
-                      verdict(a / b <= 2),
-                      f'`python benchmarks/child.py batch-logistic samples/logistic.ad {rows_n} '
-                      f'{reps}` against `python benchmarks/child.py numpy-logistic {rows_n} {reps}`, '
-                      f'{self.sizes["runs"]} times each, alternating: every input\'s gradient at '
-                      'every point, arrays in memory, best of the repetitions; sums '
-                      f'of the gradients {"agree" if agree else "DIFFER"}.')
-
-    def batch_csv(self, logistic, rows_n):
-        import random
-        rng = random.Random(5)
-        path = self.dir / f'logistic-{rows_n}.csv'
-        with open(path, 'w') as f:
-            f.write('x1,x2,y\n')
-            for _ in range(rows_n):
-                f.write(f'{rng.gauss(0, 1)!r},{rng.gauss(0, 1)!r},{rng.randint(0, 1)}\n')
-        command = self.adgrad + ['grad', '-f', str(logistic), '--points', str(path)]
-        try:
-            times, peaks = [], []
-            for _ in range(self.sizes['runs']):
-                t, peak, _ = run_process(command, self.dir / 'points-out.csv')
-                times.append(t)
-                peaks.append(peak)
-        except RuntimeError as error:
-            return Figure(f'batch: CSV in to CSV out, {rows_n:,} rows, whole process',
-                          f'not available: {error}', '≤ 5 s', 'n/a', '')
-        t = median(times)
-        return Figure(f'batch: CSV in to CSV out, {rows_n:,} rows, whole process',
-                      f'{seconds(t)}, peak {max(peaks):.0f} MB', '≤ 5 s', verdict(t <= 5),
-                      f'`adgrad grad -f samples/logistic.ad --points logistic-{rows_n}.csv > '
-                      f'out.csv` (columns x1, x2, y; random, seeded); median of '
-                      f'{", ".join(f"{x:.2f}" for x in times)} s.')
+    def batch_more(self):  # 10^8 rows through a pipe, and Dask: long
+        import batches
+        return batches.more_figures(self, Figure, run_process, run_child, seconds, verdict)
 
 
 # ---- the report ----

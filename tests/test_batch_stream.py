@@ -109,6 +109,7 @@ def tiny_chunks(monkeypatch):
     from autodiff_cli.cli import points
     monkeypatch.setattr(points, 'CHUNK_ROWS', 3)
     monkeypatch.setattr(points, '_READ_BYTES', 7)
+    monkeypatch.setattr(points, '_ARROW_BYTES', 0)
 
 
 MIXED = ('label,x,y\r\n"a, quoted",0.5,-1\r\n\r\nplain,2,2\n"multi\nline ""q""",-3,0.25\n'
@@ -139,11 +140,22 @@ def test_every_row_equals_its_single_point(tmp_path, tiny_chunks):
         assert float(row['d_x']) == grads['x'] and float(row['d_y']) == grads['y']
 
 
-def test_without_pyarrow_the_same_bytes(tmp_path, monkeypatch):
+@pytest.fixture
+def arrow_always(monkeypatch):
+    """pyarrow's reader even for small files (it is imported past 512 KiB)."""
+    from autodiff_cli.cli import points
+    monkeypatch.setattr(points, '_ARROW_BYTES', 0)
+
+
+def test_without_pyarrow_the_same_bytes(tmp_path, monkeypatch, arrow_always):
     plain = 'x,y,label\r\n\n1,2,a\n  \n' + ''.join(f'{i / 7!r},{-i},r{i}\n' for i in range(40))
     path = _file(tmp_path, 'p.csv', plain + 'inf, nan ,\u2028\n1_0,+3,x\n-0.0,.5,last')
-    fast = run_main(['grad', 'x*y', '--points', path])
     from autodiff_cli.cli import points
+    loads = []
+    real = points._pyarrow_csv
+    monkeypatch.setattr(points, '_pyarrow_csv', lambda: loads.append(1) or real())
+    fast = run_main(['grad', 'x*y', '--points', path])
+    assert loads or real() is None  # pyarrow's reader was asked, where installed
     monkeypatch.setattr(points, '_pyarrow_csv', lambda: None)
     slow = run_main(['grad', 'x*y', '--points', path])
     assert fast.code == slow.code == 0 and fast.out == slow.out
@@ -268,7 +280,7 @@ def _cells():
                      st.text(alphabet=' \t0123456789.eE+-_xnaif\x0b\x0c\u00a0', max_size=6))
 
 
-def test_arrow_reads_every_cell_as_float_does():
+def test_arrow_reads_every_cell_as_float_does(arrow_always):
     hypothesis = pytest.importorskip('hypothesis')
     pytest.importorskip('pyarrow')
     from unittest import mock

@@ -26,6 +26,7 @@ from ..errors import AdgradError
 
 CHUNK_ROWS = 65536
 _READ_BYTES = 1 << 22
+_ARROW_BYTES = 1 << 19  # a smaller file is read without importing pyarrow
 
 # A key that a JSON object lacks: empty in CSV, left out again in JSON Lines.
 ABSENT = type('Absent', (), {'__repr__': lambda self: 'ABSENT'})()
@@ -258,7 +259,7 @@ class CsvSource(Source):
             if rest:
                 self.records = itertools.chain([(None, rest, line + 1)], self.records)
         super().__init__(name, kind, check_header(name, fields))
-        self._arrow = _pyarrow_csv()
+        self._arrow = False  # not imported yet
 
     def _records(self):
         """(fields, raw bytes, line number) per record, honouring quotes; or
@@ -337,7 +338,13 @@ class CsvSource(Source):
     def fast_columns(self, chunk, wanted, fills):
         """pyarrow's C reader over a block without quotes; None when it cannot
         say exactly (the slow path then names the row to blame)."""
-        if self._arrow is None or chunk.block is None or not len(chunk):
+        if chunk.block is None or not len(chunk):
+            return None
+        if self._arrow is False:
+            if len(chunk.block) < _ARROW_BYTES:
+                return None  # float() is quicker than importing pyarrow (~0.1 s)
+            self._arrow = _pyarrow_csv()
+        if self._arrow is None:
             return None
         if len(self.header) == 1:
             chunk.drop_blank()  # a blank line would read as an empty cell

@@ -1,0 +1,254 @@
+"""The batch figures of benchmarks/run.py: --points streamed in chunks.
+
+    python benchmarks/batches.py generate ROWS > points.csv    x1,x2,y rows for samples/logistic.ad
+
+Every figure runs the installed adgrad as a subprocess (peak memory is its
+maximum resident set size). Comparisons are measured side by side, in
+alternating rounds, and reported as ratios:
+- the batch core against hand-written NumPy (in-process, child.py);
+- CSV in to CSV out with pyarrow's reader against the pure-Python path (the
+  same adgrad with pyarrow made unimportable), 10^6 and 10^7 rows;
+- 10^8 rows generated on the fly into a pipe (`adgrad grad --points -`);
+- --engine dask on a 2-worker local cluster over 10 Parquet files against
+  the single-process stream of the same rows in one Parquet file.
+"""
+
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+LOGISTIC = ROOT / 'samples' / 'logistic.ad'
+
+# (full, quick) sizes
+SIZES = {'rows': (1_000_000, 1000), 'big': (10_000_000, 5000), 'pipe': (100_000_000, 20_000),
+         'dask': (10_000_000, 4000), 'rounds': (3, 1)}
+
+# adgrad with pyarrow unimportable: the pure-Python reader, for the side-by-side ratio
+WITHOUT_PYARROW = [sys.executable, '-c', "import sys; sys.modules['pyarrow'] = None; "
+                   "from autodiff_cli.cli.main import main; sys.exit(main())"]
+
+
+def generate(rows, out, seed=5, block=100_000):
+    """x1,x2,y rows of the logistic sample: a block of random rows, repeated."""
+    import random
+    rng = random.Random(seed)
+    lines = ''.join(f'{rng.gauss(0, 1)!r},{rng.gauss(0, 1)!r},{rng.randint(0, 1)}\n'
+                    for _ in range(min(rows, block))).encode()
+    out.write(b'x1,x2,y\n')
+    done = 0
+    while done < rows:
+        n = min(block, rows - done)
+        out.write(lines if n == block else b''.join(lines.splitlines(True)[:n]))
+        done += n
+    out.flush()
+
+
+def parquet_files(rows, files, folder):
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    rng = np.random.default_rng(5)
+    os.makedirs(folder, exist_ok=True)
+    for k in range(files):
+        n = rows // files + (k < rows % files)
+        table = pa.table({'x1': rng.normal(size=n), 'x2': rng.normal(size=n),
+                          'y': (rng.random(n) < 0.5).astype(np.float64)})
+        pq.write_table(table, os.path.join(folder, f'part-{k:02d}.parquet'))
+
+
+def _peak_mb(usage):
+    return usage.ru_maxrss / (1024 * 1024 if sys.platform == 'darwin' else 1024)
+
+
+def run_pipe(producer, consumer):
+    """(seconds, consumer's peak MB): producer | consumer > /dev/null."""
+    with open(os.devnull, 'wb') as sink:
+        start = time.perf_counter()
+        first = subprocess.Popen(producer, stdout=subprocess.PIPE)
+        second = subprocess.Popen(consumer, stdin=first.stdout, stdout=sink,
+                                  stderr=subprocess.PIPE)
+        first.stdout.close()
+        err = second.stderr.read()
+        _, status, usage = os.wait4(second.pid, 0)
+        first.wait()
+        seconds = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) != 0 or first.returncode != 0:
+        raise RuntimeError(f'pipe failed: {err.decode(errors="replace")[-300:]}')
+    return seconds, _peak_mb(usage)
+
+
+class Batches:
+    def __init__(self, bench, figure, run_process, run_child, seconds, verdict):
+        self.bench, self.Figure, self.run_process = bench, figure, run_process
+        self.run_child, self.seconds, self.verdict = run_child, seconds, verdict
+        quick = bench.sizes['batch_rows'] < 1_000_000
+        self.size = {k: v[1] if quick else v[0] for k, v in SIZES.items()}
+        self.dir = bench.dir
+
+    def log(self, message):
+        self.bench.log(message)
+
+    def csv_file(self, rows):
+        path = self.dir / f'logistic-{rows}.csv'
+        if not path.exists():
+            with open(path, 'wb') as f:
+                generate(rows, f)
+        return path
+
+    # ---- the figures ----
+
+    def core(self):
+        rows = self.size['rows']
+        name = (f'batch: gradient of samples/logistic.ad at {rows:,} points, '
+                'compute core ÷ hand-written NumPy')
+        reps, ours_s, theirs_s = 5, [], []
+        for _ in range(self.size['rounds'] + 2):
+            ours = self.run_child('batch-logistic', LOGISTIC, rows, reps)
+            theirs = self.run_child('numpy-logistic', rows, reps)
+            ours_s += ours['seconds']
+            theirs_s += theirs['seconds']
+        a, b = min(ours_s), min(theirs_s)
+        ma, mb = statistics.median(ours_s), statistics.median(theirs_s)
+        agree = all(abs(ours['gradient'][k] - v) <= 1e-6 * max(1.0, abs(v))
+                    for k, v in theirs['gradient'].items())
+        return self.Figure(
+            name, f'{a / b:.2f}× best ({self.seconds(a)} ÷ {self.seconds(b)}); '
+                  f'{ma / mb:.2f}× median', '≤ 1.2×', self.verdict(a / b <= 1.2),
+            f'`python benchmarks/child.py batch-logistic samples/logistic.ad {rows} {reps}` '
+            f'against `python benchmarks/child.py numpy-logistic {rows} {reps}`, alternating '
+            'rounds: every input\'s gradient at every point, arrays in memory; best and '
+            f'median of {len(ours_s)} repetitions each; sums of the gradients '
+            f'{"agree" if agree else "DIFFER"}.')
+
+    def csv(self, rows, target_s, target_mb=None):
+        path = self.csv_file(rows)
+        out = self.dir / 'points-out.csv'
+        ours = self.bench.adgrad + ['grad', '-f', str(LOGISTIC), '--points', str(path)]
+        pure = WITHOUT_PYARROW + ['grad', '-f', str(LOGISTIC), '--points', str(path)]
+        times, peaks, pure_times, pure_peaks = [], [], [], []
+        for _ in range(self.size['rounds']):
+            t, peak, _ = self.run_process(ours, out)
+            times.append(t)
+            peaks.append(peak)
+            t, peak, _ = self.run_process(pure, self.dir / 'points-pure.csv')
+            pure_times.append(t)
+            pure_peaks.append(peak)
+        same = out.read_bytes() == (self.dir / 'points-pure.csv').read_bytes()
+        t, pt = statistics.median(times), statistics.median(pure_times)
+        ok = t <= target_s and (target_mb is None or max(peaks) <= target_mb)
+        target = f'≤ {target_s:g} s' + (f', ≤ {target_mb} MB' if target_mb else '')
+        return self.Figure(
+            f'batch: CSV in to CSV out, {rows:,} rows, whole process',
+            f'{self.seconds(t)}, peak {max(peaks):.0f} MB (pure-Python reader: '
+            f'{self.seconds(pt)}, {max(pure_peaks):.0f} MB; ratio {t / pt:.2f})', target,
+            self.verdict(ok),
+            f'`adgrad grad -f samples/logistic.ad --points logistic-{rows}.csv > out.csv` '
+            f'(`python benchmarks/batches.py generate {rows} > logistic-{rows}.csv`: columns '
+            'x1, x2, y, all seven gradients out) with pyarrow installed, against the same '
+            'command with pyarrow made unimportable; alternating, medians of '
+            f'{", ".join(f"{x:.2f}" for x in times)} s and '
+            f'{", ".join(f"{x:.2f}" for x in pure_times)} s; outputs '
+            f'{"byte-identical" if same else "DIFFER"}. Stdout is a file, so the rows are '
+            'read twice (a checking pass, then the written one).')
+
+    def pipe(self):
+        rows = self.size['pipe']
+        producer = [sys.executable, str(HERE / 'batches.py'), 'generate', str(rows)]
+        consumer = self.bench.adgrad + ['grad', '-f', str(LOGISTIC), '--points', '-']
+        t, peak = run_pipe(producer, consumer)
+        return self.Figure(
+            f'batch: {rows:,} rows generated into a pipe, `adgrad grad --points -`',
+            f'{self.seconds(t)}, peak {peak:.0f} MB', '≤ 500 MB', self.verdict(peak <= 500),
+            f'`python benchmarks/batches.py generate {rows} | adgrad grad -f '
+            'samples/logistic.ad --points - > /dev/null`, once; peak is adgrad\'s maximum '
+            'resident set. Standard input cannot be read twice, so adgrad copies it to a '
+            'temporary file during its checking pass (disk: about 45 bytes a row).')
+
+    def dask(self):
+        rows = self.size['dask']
+        try:
+            import dask  # noqa: F401
+            import pyarrow  # noqa: F401
+        except ImportError:
+            return self.Figure('batch: --engine dask, 2-worker local cluster ÷ single process',
+                               'skipped: dask or pyarrow is not installed', '≤ 1.3×', 'n/a', '')
+        folder = self.dir / 'parquet-parts'
+        if not folder.exists():
+            parquet_files(rows, 10, folder)
+        one = self.dir / 'all.parquet'
+        if not one.exists():
+            import pyarrow.parquet as pq
+            pq.write_table(pq.read_table(folder), one)
+        single = self.bench.adgrad + ['grad', '-f', str(LOGISTIC), '--points', str(one),
+                                      '-o', str(self.dir / 'single-out.parquet')]
+        scheduler, cluster = _local_cluster(2)
+        try:
+            spread, alone = [], []
+            for k in range(self.size['rounds']):
+                out = self.dir / f'dask-out-{k}'
+                command = self.bench.adgrad + [
+                    'grad', '-f', str(LOGISTIC), '--points', str(folder), '--engine', 'dask',
+                    '--scheduler', scheduler, '-o', str(out)]
+                spread.append(self.run_process(command)[0])
+                alone.append(self.run_process(single)[0])
+        finally:
+            cluster.send_signal(2)
+            cluster.wait(timeout=60)
+        a, b = statistics.median(spread), statistics.median(alone)
+        return self.Figure(
+            f'batch: --engine dask on a 2-worker local cluster ÷ single process, {rows:,} rows '
+            'of Parquet',
+            f'{a / b:.2f} ({self.seconds(a)} ÷ {self.seconds(b)})', '≤ 1.3×',
+            self.verdict(a / b <= 1.3),
+            f'`adgrad grad -f samples/logistic.ad --points parquet-parts --engine dask '
+            '--scheduler ADDRESS -o DIR` over 10 Parquet files (a LocalCluster of two '
+            'single-thread worker processes, started once before the rounds) against '
+            '`adgrad grad -f samples/logistic.ad --points all.parquet -o out.parquet` on the '
+            f'same rows in one file; alternating, medians of '
+            f'{", ".join(f"{x:.2f}" for x in spread)} s and '
+            f'{", ".join(f"{x:.2f}" for x in alone)} s.')
+
+
+def _local_cluster(workers):
+    """A scheduler and `workers` single-thread workers as one background process;
+    (address, process)."""
+    code = ('import sys, time\nfrom dask.distributed import LocalCluster\n'
+            f'c = LocalCluster(n_workers={workers}, threads_per_worker=1, '
+            'dashboard_address=None)\nprint(c.scheduler_address, flush=True)\n'
+            'try:\n    time.sleep(10**6)\nexcept KeyboardInterrupt:\n    c.close()\n')
+    process = subprocess.Popen([sys.executable, '-c', code], stdout=subprocess.PIPE, text=True)
+    address = process.stdout.readline().strip()
+    if not address:
+        raise RuntimeError('the local Dask cluster did not start')
+    return address, process
+
+
+def figures(bench, figure, run_process, run_child, seconds, verdict):
+    b = Batches(bench, figure, run_process, run_child, seconds, verdict)
+    rows = []
+    for make in (b.core, lambda: b.csv(b.size['rows'], 1.0),
+                 lambda: b.csv(b.size['big'], 10.0, 300)):
+        try:
+            rows.append(make())
+        except RuntimeError as error:
+            rows.append(figure('batch', f'not available: {error}', '', 'n/a', ''))
+        b.log(f'  {rows[-1].measured}')
+    return rows
+
+
+def more_figures(bench, figure, run_process, run_child, seconds, verdict):
+    """The long ones: 10^8 rows through a pipe, and Dask."""
+    b = Batches(bench, figure, run_process, run_child, seconds, verdict)
+    return [b.pipe(), b.dask()]
+
+
+if __name__ == '__main__':
+    if sys.argv[1:2] == ['generate']:
+        generate(int(sys.argv[2]), sys.stdout.buffer)
+    else:
+        raise SystemExit(__doc__)
