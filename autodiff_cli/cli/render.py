@@ -16,9 +16,9 @@ import stat
 from ..errors import AdgradError, UsageError
 from .common import Exit, input_values, parse_bindings, read_program, report_nonfinite
 
-FORMATS = ('svg', 'png', 'pdf', 'dot', 'text')
+FORMATS = ('svg', 'png', 'pdf', 'dot', 'text', 'html')
 EXTENSIONS = {'.svg': 'svg', '.png': 'png', '.pdf': 'pdf', '.dot': 'dot', '.gv': 'dot',
-              '.txt': 'text'}
+              '.txt': 'text', '.html': 'html', '.htm': 'html'}
 LAYOUT_FORMATS = ('svg', 'png', 'pdf')   # the ones that run dot
 # dot takes ~0.1 s at 1,000 nodes, ~0.5 s at 3,000 and 4-7 s at 10,000; past
 # a couple of thousand nodes a picture is unreadable anyway.

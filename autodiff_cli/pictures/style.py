@@ -66,6 +66,7 @@ class Look(NamedTuple):
     products: bool = False       # label gradient edges '4 · 3 = 12', not just '12'
     width: float | None = SLIDE_WIDTH   # wrap a long chain onto rows this wide (inches)
     caption: bool = True         # a step's caption inside the picture (the page shows its own)
+    ids: bool = False            # SVG ids for the interactive page: node-n3, grad-0, ...
 
 
 def scale_color(magnitude):
@@ -355,8 +356,11 @@ def style(scene, mode='backward', rankdir='LR', frame=None, look=Look()):
             pending = 'value' if frame.forward else 'grad'
         show_grad = mode == 'backward' and item.live and not (frame is not None and frame.forward)
         target = bodies[item.block] if item.block is not None else dot
+        attrs = _node_attrs(item, mode, frame, look, scene.output)
+        if look.ids:
+            attrs['id'] = f'node-n{item.id}'
         target.node(f'n{item.id}', _label(item, scene.f, show_value, show_grad, pending, look),
-                    **_node_attrs(item, mode, frame, look, scene.output))
+                    **attrs)
         if wrapped is not None:
             continue
         for a in dict.fromkeys(arguments.get(item.id, ())):
@@ -377,13 +381,17 @@ def style(scene, mode='backward', rankdir='LR', frame=None, look=Look()):
             attrs['constraint'] = 'false'   # rows stack by the invisible edges of _rows()
         dot.edge(f'n{link.src}', f'n{link.dst}', **attrs)
     if mode == 'backward' and not (frame is not None and frame.forward):
+        flowing = 0
         for link in scene.links:
             if link.grad is None:
                 continue
+            flowing += 1
             # Drawn tail -> head with dir=back, so the layout is the forward one
             # and every frame of a step series keeps the same positions; edges
             # a frame has not reached yet are there, but invisible.
             attrs = dict(dir='back', style='dashed', color=BACKWARD, fontcolor=KNOWN_TEXT)
+            if look.ids:
+                attrs['id'] = f'grad-{flowing - 1}'
             if look.color == 'magnitude' and frame is None:
                 attrs.update(_edge_health(link.grad))
             # A label sits mid-edge, clear of other lines, but dot lays it out

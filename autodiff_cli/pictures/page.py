@@ -1,0 +1,304 @@
+"""The interactive page: one self-contained HTML file with the graph and a
+slider and a number box per input; moving one recomputes every value and
+gradient on the page. No network, no server, no eval.
+
+The page computes with JavaScript that is generated here, from the graph
+alone. The backward pass is recorded as a graph of its own (derive.record:
+the derivative rules run over an algebra that records), so the page needs
+only a forward evaluator: straight-line code, one statement per node of the
+recorded tape, each made from a fixed template for its op (the table JS
+below) and integer indices. No text the user typed is ever put into code:
+names and labels travel as JSON data, escaped for a script element, and are
+written into the page with textContent. Where JavaScript's Math differs from
+the C functions adgrad uses (pow(1, nan) is 1 in C), a helper mirrors C.
+
+`interactive_page()` returns the page as bytes; `layout` is the caller's
+function that turns a graphviz.Digraph into SVG bytes (the CLI runs dot).
+"""
+
+import html
+import math
+import re
+
+from ..core.passes import backward, forward, pullback, receives_gradient
+from ..errors import UsageError
+from .render import scene
+from .steps import script_json
+from .style import Look, style
+from .text import number
+
+# op -> JavaScript expression over a, b, c (the arguments), from the forward
+# functions in core/ieee.py. Helpers (pow, copysign, ...) are in _HELPERS.
+JS = {
+    'add': 'a + b', 'sub': 'a - b', 'mul': 'a * b', 'div': 'a / b', 'neg': '-a', 'pos': 'a',
+    'pow': 'pow(a, b)', 'sqrt': 'Math.sqrt(a)', 'exp': 'Math.exp(a)', 'log': 'Math.log(a)',
+    'log2': 'Math.log2(a)', 'log10': 'Math.log10(a)', 'log1p': 'Math.log1p(a)',
+    'expm1': 'Math.expm1(a)', 'exp2': 'pow(2, a)', 'cbrt': 'Math.cbrt(a)',
+    'sin': 'Math.sin(a)', 'cos': 'Math.cos(a)', 'tan': 'Math.tan(a)', 'asin': 'Math.asin(a)',
+    'acos': 'Math.acos(a)', 'atan': 'Math.atan(a)', 'atan2': 'Math.atan2(a, b)',
+    'sinh': 'Math.sinh(a)', 'cosh': 'Math.cosh(a)', 'tanh': 'Math.tanh(a)',
+    'asinh': 'Math.asinh(a)', 'acosh': 'Math.acosh(a)', 'atanh': 'Math.atanh(a)',
+    'cot': '1 / Math.tan(a)', 'sec': '1 / Math.cos(a)', 'csc': '1 / Math.sin(a)',
+    'acot': 'Math.atan(1 / a)', 'coth': '1 / Math.tanh(a)',
+    'abs': 'Math.abs(a)', 'sign': 'sign(a)', 'relu': '(a < 0 ? 0 : a)',
+    'sigmoid': '1 / (1 + Math.exp(-a))', 'softplus': '(a > 20 ? a : Math.log1p(Math.exp(a)))',
+    'silu': 'a / (1 + Math.exp(-a))', 'sinc': 'sinc(a)',
+    'floor': 'integral(Math.floor(a), a)', 'ceil': 'integral(Math.ceil(a), a)',
+    'round': 'integral(roundEven(a), a)',
+    'max': 'maximum(a, b)', 'min': 'minimum(a, b)', 'hypot': 'Math.hypot(a, b)',
+    'clamp': 'minimum(maximum(a, b), c)',
+    'eq': '(a === b ? 1 : 0)', 'lt': '(a < b ? 1 : 0)', 'ge': '(a >= b ? 1 : 0)',
+    # Python's truth: nan is true, -0.0 false.
+    'where': '(a !== 0 ? b : c)',
+}
+
+_HELPERS = """
+  function pow(a, b) {   // C's pow: pow(1, nan) = 1, pow(-1, +-inf) = 1
+    if (a === 1 || b === 0) return 1;
+    if (a === -1 && (b === Infinity || b === -Infinity)) return 1;
+    return Math.pow(a, b);
+  }
+  function sign(a) { return a > 0 ? 1 : (a < 0 ? -1 : 0); }
+  function maximum(a, b) { return (a !== a || b !== b) ? NaN : (a >= b ? a : b); }
+  function minimum(a, b) { return (a !== a || b !== b) ? NaN : (a <= b ? a : b); }
+  function copysign(m, s) { m = Math.abs(m); return (s < 0 || Object.is(s, -0)) ? -m : m; }
+  function integral(r, a) { return isFinite(a) ? copysign(r, a) : a; }
+  function roundEven(a) {
+    var r = Math.round(a);
+    if (Math.abs(a - Math.trunc(a)) === 0.5 && r % 2 !== 0) r -= 1;
+    return r;
+  }
+  function sinc(a) {
+    if (a === 0) return 1;
+    var p = Math.PI * a;
+    return Math.sin(p) / p;
+  }
+"""
+
+_NUMBER = re.compile(r'[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?')
+
+
+def _float(text):
+    return {'inf': math.inf, '-inf': -math.inf, 'nan': math.nan}.get(text, None)
+
+
+def _constant(value):
+    """A tape constant as JSON data: a number, or the word for inf and nan."""
+    if math.isfinite(value):
+        return value
+    return 'nan' if value != value else ('inf' if value > 0 else '-inf')
+
+
+def program(graph):
+    """(code, constants, refs) for the page: the straight-line JavaScript that
+    fills t[] from the inputs x[], and where each thing shown lives in t[]."""
+    from ..derive.record import Ref, Tape, replay
+
+    tape = Tape(simplify=True, exact=True)
+    values = replay(graph, tape)
+    grads = backward(graph, values, algebra=tape)
+    live = receives_gradient(graph)
+    flows = {}
+    for i, node in enumerate(graph.nodes):
+        if live[i] and node.args and grads[i] is not None:
+            flows[i] = pullback(graph, i, grads[i], values, algebra=tape)
+    constants, lines = [], []
+    inputs = {name: k for k, name in enumerate(graph.inputs)}
+
+    def slot(x):
+        """Where a recorded value lives: a tape index, or ('c', k) for a constant."""
+        if isinstance(x, Ref):
+            return int(x)
+        constants.append(_constant(float(x)))
+        return -len(constants)            # constants are -1, -2, ... into c[]
+
+    for k, node in enumerate(tape.nodes):
+        if node.op == 'input':
+            lines.append(f't[{k}] = x[{inputs[node.name]}];')
+        elif node.op == 'const':
+            constants.append(_constant(node.value))
+            lines.append(f't[{k}] = c[{len(constants) - 1}];')
+        else:
+            template = JS.get(node.op)
+            if template is None:
+                raise UsageError(f"the interactive page cannot compute '{node.op}' yet; "
+                                 'draw a picture instead (--format svg)')
+            args = dict(zip('abc', (f't[{int(a)}]' for a in node.args)))
+            code = re.sub(r'\b[abc]\b', lambda m: args[m.group()], template)
+            lines.append(f't[{k}] = {code};')
+    refs = {
+        'values': [slot(v) for v in values],
+        'grads': [None if g is None or not live[i] else slot(g) for i, g in enumerate(grads)],
+        'flows': [],
+    }
+    for i in sorted(flows):
+        for a, flow in zip(graph.nodes[i].args, flows[i]):
+            if flow is not None and live[a]:
+                refs['flows'].append(slot(flow))
+    return '\n    '.join(lines), constants, refs, len(tape.nodes)
+
+
+def _slider(name, value, k):
+    """A range and a number box for input k; the name is escaped, the id is generated."""
+    span = max(1.0, abs(value)) * 2 if math.isfinite(value) else 1.0
+    low, high = (value - span, value + span) if math.isfinite(value) else (-1.0, 1.0)
+    step = (high - low) / 400
+    shown = repr(value) if math.isfinite(value) else '0'
+    label = html.escape(name)
+    return (f'<div class="input"><label for="n{k}"><code>{label}</code></label>'
+            f'<input type="range" id="r{k}" min="{low!r}" max="{high!r}" step="{step!r}" '
+            f'value="{shown}" aria-label="{label}">'
+            f'<input type="number" id="n{k}" step="any" value="{shown}"></div>')
+
+
+def interactive_page(graph, point, look=None, rankdir='LR', layout=None):
+    """The page as bytes. `point` is {variable: value} (every input has one)."""
+    look = (look or Look())._replace(ids=True)
+    values = forward(graph, point)
+    grads = backward(graph, values)
+    drawn = scene(graph, values, grads)
+    digraph = style(drawn, 'backward', rankdir, None, look)
+    svg = layout(digraph).decode('utf-8')
+    svg = svg[svg.index('<svg'):]              # no XML prolog inside HTML
+    code, constants, refs, size = program(graph)
+    rows = _label_rows(drawn, look)
+    names = list(graph.inputs)
+    data = {
+        'names': names, 'start': [_constant(float(point[n])) for n in names],
+        'constants': constants, 'refs': refs, 'rows': rows, 'f': drawn.f,
+        'symbols': [item.symbol for item in drawn.items],
+        'flowEdges': [k for k, link in enumerate(l for l in drawn.links if l.grad is not None)],
+        'output': refs['values'][graph.output],
+        'inputGrads': [refs['grads'][graph.inputs[name]] for name in names],
+    }
+    sliders = '\n'.join(_slider(name, float(point[name]), k) for k, name in enumerate(names))
+    title = html.escape(drawn.items[graph.output].expr or drawn.items[graph.output].title)
+    page = _PAGE.format(title=title, sliders=sliders, svg=svg, data=script_json(data),
+                        code=code, size=size, helpers=_HELPERS)
+    return page.encode('utf-8')
+
+
+def _label_rows(drawn, look):
+    """For each node, the positions of its value and gradient among its label's
+    lines (as style._label lays them out), or null where it has none."""
+    rows = []
+    for item in drawn.items:
+        k = 1 + (1 if item.expr else 0)
+        value = None
+        if not (item.kind == 'const' and item.title == number(item.value)):
+            value, k = k, k + 1
+        grad = k if item.live else None
+        rows.append([value, grad])
+    return rows
+
+
+_PAGE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:">
+<title>adgrad: {title}</title>
+<style>
+  body {{ font-family: system-ui, sans-serif; margin: 1.5rem; color: #1c1917; }}
+  h1 {{ font-size: 1.2rem; font-weight: 600; }}
+  #inputs {{ display: flex; flex-wrap: wrap; gap: .5rem 2rem; margin: 1rem 0; }}
+  .input {{ display: flex; align-items: center; gap: .5rem; }}
+  .input input[type=number] {{ width: 9em; font-size: 1rem; }}
+  .input code {{ font-size: 1.1rem; }}
+  #graph {{ overflow: auto; }}
+  #graph svg {{ max-width: 100%; height: auto; }}
+  #exact {{ font-family: ui-monospace, monospace; color: #57534e; }}
+  #exact td {{ padding: 0 1rem 0 0; }}
+</style>
+</head>
+<body>
+<h1>Values and gradients of <code>{title}</code></h1>
+<p>Move a slider or type a number: every value and gradient is computed again, in this page.</p>
+<div id="inputs">
+{sliders}
+</div>
+<div id="graph">
+{svg}
+</div>
+<table id="exact"><tbody></tbody></table>
+<script>
+(function () {{
+  'use strict';
+  var data = {data};
+{helpers}
+  function number(x) {{   // as the pictures write numbers: Python's format(x, '.4g')
+    if (x !== x) return 'nan';
+    if (x === Infinity) return 'inf';
+    if (x === -Infinity) return '-inf';
+    if (x === Math.trunc(x) && Math.abs(x) < 1e15) return String(x === 0 ? 0 : x);
+    var parts = x.toExponential(3).split('e'), e = parseInt(parts[1], 10);
+    if (e < -4 || e >= 4) {{
+      var m = parts[0].replace(/\\.?0+$/, '');
+      return m + 'e' + (e < 0 ? '-' : '+') + (Math.abs(e) < 10 ? '0' : '') + Math.abs(e);
+    }}
+    var fixed = x.toFixed(3 - e);
+    return fixed.indexOf('.') < 0 ? fixed : fixed.replace(/\\.?0+$/, '');
+  }}
+  function full(x) {{   // every digit: the shortest text that reads back as x
+    if (x !== x) return 'nan';
+    if (x === Infinity) return 'inf';
+    if (x === -Infinity) return '-inf';
+    return String(x);
+  }}
+  function word(v) {{ return v === 'inf' ? Infinity : v === '-inf' ? -Infinity : v === 'nan' ? NaN : v; }}
+  var c = data.constants.map(word);
+  var t = new Float64Array({size});
+  function run(x) {{
+    {code}
+  }}
+  function at(slot) {{ return slot < 0 ? c[-slot - 1] : t[slot]; }}
+  var nodes = data.rows.map(function (row, i) {{
+    var group = document.getElementById('node-n' + i);
+    return group ? group.querySelectorAll('text') : [];
+  }});
+  var edges = data.flowEdges.map(function (k) {{
+    var group = document.getElementById('grad-' + k);
+    return group ? group.querySelector('text') : null;
+  }});
+  var exact = document.querySelector('#exact tbody');
+  function update(x) {{
+    run(x);
+    data.rows.forEach(function (row, i) {{
+      var texts = nodes[i];
+      if (row[0] !== null && texts[row[0]]) texts[row[0]].textContent = number(at(data.refs.values[i]));
+      if (row[1] !== null && texts[row[1]] && data.refs.grads[i] !== null)
+        texts[row[1]].textContent = '\\u2202' + data.f + '/\\u2202' + data.symbols[i] + ' = ' +
+          number(at(data.refs.grads[i]));
+    }});
+    data.refs.flows.forEach(function (slot, k) {{
+      if (edges[k]) edges[k].textContent = number(at(slot));
+    }});
+    exact.textContent = '';
+    var row = exact.insertRow();
+    row.insertCell().textContent = 'value';
+    row.insertCell().textContent = full(at(data.output));
+    data.names.forEach(function (name, k) {{
+      var r = exact.insertRow(), g = data.inputGrads[k];
+      r.insertCell().textContent = 'd_' + name;
+      var cell = r.insertCell();
+      cell.id = 'exact-' + k;
+      cell.textContent = g === null ? '0.0' : full(at(g));
+    }});
+  }}
+  var x = data.start.map(word);
+  data.names.forEach(function (name, k) {{
+    var range = document.getElementById('r' + k), box = document.getElementById('n' + k);
+    range.addEventListener('input', function () {{
+      x[k] = parseFloat(range.value); box.value = range.value; update(x);
+    }});
+    box.addEventListener('input', function () {{
+      var v = parseFloat(box.value);
+      if (v === v) {{ x[k] = v; if (isFinite(v)) range.value = v; update(x); }}
+    }});
+  }});
+  update(x);
+}})();
+</script>
+</body>
+</html>
+"""

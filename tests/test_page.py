@@ -1,0 +1,159 @@
+"""The interactive page (render --format html): one self-contained file whose
+JavaScript, generated from the graph, recomputes every value and gradient.
+
+The browser tests drive Debian's chromium through selenium and chromium-driver,
+and are skipped where those are not installed (apt-get install chromium
+chromium-driver; pip install selenium)."""
+
+import html.parser
+import json
+import math
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from autodiff_cli.cli.main import main
+from autodiff_cli.core.graph import Graph, Node
+from autodiff_cli.pictures.page import JS, interactive_page
+from autodiff_cli.pictures.text import number
+
+ROOT = Path(__file__).parent.parent
+needs_dot = pytest.mark.skipif(shutil.which('dot') is None, reason='Graphviz is not installed')
+CHROMIUM = shutil.which('chromium') or shutil.which('chromium-browser')
+DRIVER = shutil.which('chromedriver')
+
+
+def page_of(tmp_path, *argv):
+    target = tmp_path / 'page.html'
+    assert main(['render', *argv, '-o', str(target)]) == 0
+    return target
+
+
+def grad_json(capsys, *argv):
+    assert main(['grad', *argv, '--json']) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@needs_dot
+def test_the_page_is_self_contained_and_its_code_comes_from_the_table(tmp_path):
+    text = page_of(tmp_path, '-f', str(ROOT / 'samples' / 'neuron.ad')).read_text()
+    assert not re.search(r'(src|href)\s*=\s*"(https?:)?//', text)     # nothing from the network
+    assert 'eval(' not in text and 'new Function' not in text and 'innerHTML' not in text
+    code = text[text.index('function run(x) {'):text.index('function at(slot)')]
+    statements = re.findall(r't\[\d+\] = (.*);', code)
+    assert statements
+    # Every statement is a template of the table with t[k], x[k] or c[k] filled in.
+    shapes = {re.sub(r'\b[abc]\b', 'ARG', template) for template in JS.values()}
+    for statement in statements:
+        shape = re.sub(r't\[\d+\]', 'ARG', statement)
+        assert shape in shapes or re.fullmatch(r'[xc]\[\d+\]', statement), statement
+
+
+def hostile_graph(name):
+    source = f'-({name})'
+    return Graph(nodes=[Node('input', name=name, span=(2, 2 + len(name))),
+                        Node('neg', (0,), span=(0, len(source)))],
+                 output=1, inputs={name: 0}, defaults={}, source=source)
+
+
+@needs_dot
+def test_hostile_names_cannot_break_the_page():
+    from autodiff_cli.cli.render import _layout
+    name = 'a<b>&"q\']]></script><!--<script'
+    text = interactive_page(hostile_graph(name), {name: 2.0},
+                            layout=lambda d: _layout(d, 'svg')).decode('utf-8')
+    assert text.count('<script') == 1 and text.count('</script>') == 1
+    assert '<b>' not in text and ']]>' not in text.replace(']]&gt;', '')
+
+    class Tags(html.parser.HTMLParser):
+        seen = []
+
+        def handle_starttag(self, tag, attrs):
+            self.seen.append(tag)
+    parser = Tags()
+    parser.feed(text)
+    assert 'b' not in parser.seen and parser.seen.count('script') == 1
+
+
+@needs_dot
+def test_an_op_the_page_cannot_compute_is_refused(tmp_path, capsys):
+    assert main(['render', 'erf(x)', 'x=1', '-o', str(tmp_path / 'p.html')]) == 2
+    assert "cannot compute 'erf'" in capsys.readouterr().err
+
+
+# ---- in a real browser ----
+
+@pytest.fixture(scope='module')
+def browser():
+    if not (CHROMIUM and DRIVER):
+        pytest.skip('chromium and chromium-driver are not installed')
+    webdriver = pytest.importorskip('selenium.webdriver')
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+    options = Options()
+    options.binary_location = CHROMIUM
+    profile = tempfile.mkdtemp(prefix='adgrad-chromium-')
+    for flag in ('--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+                 '--disable-component-update', '--disable-sync', '--no-first-run',
+                 f'--user-data-dir={profile}'):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(DRIVER), options=options)
+    yield driver
+    driver.quit()
+    shutil.rmtree(profile, ignore_errors=True)
+
+
+def set_input(driver, k, value):
+    """Type a value into input k's number box, as a user would."""
+    box = driver.find_element('id', f'n{k}')
+    box.clear()
+    box.send_keys(repr(value))
+
+
+def exact(driver):
+    rows = driver.find_elements('css selector', '#exact tr')
+    return {r.find_elements('tag name', 'td')[0].text: float(r.find_elements('tag name', 'td')[1].text)
+            for r in rows}
+
+
+@needs_dot
+def test_setting_an_input_updates_every_gradient_as_adgrad_grad(browser, tmp_path, capsys):
+    page = page_of(tmp_path, '-f', str(ROOT / 'samples' / 'product.ad'))
+    browser.get(page.as_uri())
+    assert exact(browser) == {'value': 24, 'd_x': 12, 'd_y': 8, 'd_z': 6}
+    set_input(browser, 0, 5.0)                                  # x = 5
+    expected = grad_json(capsys, '-f', str(ROOT / 'samples' / 'product.ad'), 'x=5')
+    got = exact(browser)
+    assert got['value'] == expected['value'] == 60
+    assert {k[2:]: v for k, v in got.items() if k != 'value'} == expected['gradient']
+    texts = [t.text for t in browser.find_elements('css selector', '#node-n0 text')]
+    assert texts == ['x', '5', '∂f/∂x = 12']
+    assert [t.text for t in browser.find_elements('css selector', '#node-n1 text')][-1] == \
+        '∂f/∂y = 20'                                            # x·z = 5·4
+
+
+@needs_dot
+@pytest.mark.parametrize('sample, name, value', [('deep', 'x', 0.3), ('mlp', 'w3', -0.7),
+                                                 ('softmax', 'a', 3.5)])
+def test_samples_recomputed_in_the_browser_agree_with_grad(browser, tmp_path, capsys,
+                                                           sample, name, value):
+    path = str(ROOT / 'samples' / f'{sample}.ad')
+    browser.get(page_of(tmp_path, '-f', path).as_uri())
+    names = [e.get_attribute('textContent') for e in
+             browser.find_elements('css selector', '#inputs label code')]
+    set_input(browser, names.index(name), value)
+    expected = grad_json(capsys, '-f', path, f'{name}={value!r}')
+    got = exact(browser)
+    # JavaScript's Math and C's libm may differ in the last bit of tanh and exp.
+    assert got['value'] == pytest.approx(expected['value'], rel=1e-13)
+    for variable, gradient in expected['gradient'].items():
+        assert got[f'd_{variable}'] == pytest.approx(gradient, rel=1e-12, abs=1e-300)
+    # The labels show what a picture would: four digits, from the same numbers.
+    grad_label = browser.find_elements('css selector', '#node-n0 text')[-1].text
+    first = list(expected['gradient'])[0] if sample != 'mlp' else None
+    if first is not None and not math.isnan(expected['gradient'][first]):
+        assert grad_label.endswith(number(expected['gradient'][first])) or \
+            grad_label.endswith(number(got[f'd_{first}']))
