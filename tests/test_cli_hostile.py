@@ -143,6 +143,10 @@ ROWS = [
     (['render', 'x', 'x=1', '--max-nodes', '0'], 2, '', _one_error),
     (['render', 'x', 'x=1', '--max-nodes', '-5'], 2, '', lambda e: "'-5' is not" in e),
     (['eval', 'x', 'x=1', '--format', '-x'], 2, '', lambda e: "invalid choice: '-x'" in e),
+    (['eval', 'x', 'x=1', '--format', '--'], 2, '', lambda e: "invalid choice: '--'" in e),
+    (['eval', '-f', '--'], 2, '', 'adgrad: error: cannot read --: No such file or directory\n'),
+    (['grad', 'x', 'x=1', '--wrt', '--'], 2, '', "adgrad: error: '--' is not a variable of the "
+     'expression\n'),
     (['grad', '(x #[/]\n+1)', 'x=1', '--format', 'table', '--nodes'], 0,
      lambda out: out.count('x #[/] +1') == 2, ''),
     (['eval', '(x #[note] see a[i] [bold]b[/bold] :smile:\n+ 1)', 'x=1', '--format', 'table'], 0,

@@ -39,6 +39,9 @@ def read_text(path, stdin=None):
                 data = f.read()
     except OSError as error:
         raise UsageError(f'cannot read {name}: {error.strerror or error}') from None
+    except ValueError:   # a stream closed in-process, or a NUL in a name main() was passed
+        why = 'standard input is closed' if path == '-' else 'a file name cannot hold a NUL'
+        raise UsageError(f'cannot read {name!r}: {why}') from None
     if isinstance(data, str):   # a text stream without bytes underneath (tests)
         return data.removeprefix('\ufeff')
     skip = 3 if data.startswith(b'\xef\xbb\xbf') else 0   # a spreadsheet's byte-order mark

@@ -229,31 +229,54 @@ _PATH_LIKE = re.compile(r'[A-Za-z_]\.|(?<![0-9])\.[A-Za-z_./]')
 
 def parse(parser, argv):
     """Parse options anywhere among the words. An option's value is the next
-    word, whatever it starts with (`-f -prog.ad`). A word after `--`, or one
+    word, whatever it is (`-f -prog.ad`, `-o --`). A word after `--`, or one
     like `-x^2` or `-5e3` that starts with '-' but is no option, is an
-    expression or a binding."""
+    expression or a binding.
+
+    argparse would read such words as options (and drops a value of `--`), so
+    it sees each as a placeholder, unmasked by each option's type and in
+    args.words afterwards."""
     with_value = {s for a in parser._actions if a.nargs != 0 for s in a.option_strings}
     words, masked, rest = {}, [], False
+
+    def mask(word):
+        placeholder = f'\0{len(words)}\0'
+        words[placeholder] = word
+        return placeholder
+    for action in parser._actions:
+        if action.option_strings and action.nargs != 0:
+            action.type = _unmasking(action.type, words)
     argv = iter(argv)
     for arg in argv:
         if not rest and arg == '--':
             rest = True
         elif not rest and arg in with_value:
             value = next(argv, None)
-            masked.append(arg if value is None else f'{arg}={value}')
+            masked += [arg] if value is None else [arg, mask(value)]
         elif rest or (arg.startswith('-') and len(arg) > 1 and not arg.startswith('--')
                       and arg not in parser._option_string_actions):
             if not rest:
                 _refuse_attached_value(arg, with_value)
-            placeholder = f'\0{len(words)}\0'
-            words[placeholder] = arg
-            masked.append(placeholder)
+            masked.append(mask(arg))
         else:
             masked.append(arg)
     args = parser.parse_intermixed_args(masked)
     if hasattr(args, 'words'):
         args.words = [words.get(w, w) for w in args.words]
     return args
+
+
+def _unmasking(convert, words):
+    def unmask(text):
+        text = words.get(text, text)
+        if convert is None:
+            return text
+        try:
+            return convert(text)
+        except (TypeError, ValueError):
+            raise argparse.ArgumentTypeError(f"invalid value: '{text}'") from None
+    unmask.__name__ = getattr(convert, '__name__', 'value')
+    return unmask
 
 
 def _refuse_attached_value(word, with_value):
