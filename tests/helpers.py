@@ -140,3 +140,84 @@ def run_main(argv, stdin=b'', tty=False, encoding='utf-8'):
         return Run(int(code), sys.stdout.text(), sys.stderr.text())
     finally:
         sys.stdin, sys.stdout, sys.stderr = saved
+
+
+# ---- a graph printed back as adgrad text ----
+
+_INFIX = {'add': '+', 'sub': '-', 'mul': '*', 'div': '/', 'pow': '^'}
+_PREFIX = {'neg': '-', 'pos': '+'}
+_CONSTANTS = ('pi', 'e')
+
+
+def _is_binding(node):
+    return node.name is not None and node.op != 'input' and node.name not in _CONSTANTS
+
+
+def print_graph(graph):
+    """The graph as an adgrad program: every operation in explicit parentheses.
+
+    Named bindings become binding lines in tape order, a node used twice
+    without a name (a block's parameter) gets a binding `_nI`, and `input`
+    defaults come first. Blocks are gone, inlined as the graph has them, and
+    so are nodes nothing uses (the arguments of unused parameters).
+    """
+    uses = [0] * len(graph.nodes)
+    for node in graph.nodes:
+        for arg in node.args:
+            uses[arg] += 1
+    bound, text, lines = {}, [''] * len(graph.nodes), []
+    if graph.defaults:
+        lines.append('input ' + ', '.join(f'{n} = {v!r}' for n, v in graph.defaults.items()))
+    for i, node in enumerate(graph.nodes):
+        args = [bound.get(a, text[a]) for a in node.args]
+        if node.op == 'input' or node.name in _CONSTANTS:
+            text[i] = node.name
+        elif node.op == 'const':
+            text[i] = repr(node.value)
+        elif node.op in _INFIX:
+            text[i] = f'({args[0]} {_INFIX[node.op]} {args[1]})'
+        elif node.op in _PREFIX:
+            text[i] = f'({_PREFIX[node.op]}{args[0]})'
+        else:
+            text[i] = f'{node.op}({", ".join(args)})'
+        name = node.name if _is_binding(node) else f'_n{i}' if uses[i] > 1 and node.args else None
+        if name:
+            lines.append(f'{name} = {text[i]}')
+            bound[i] = name
+    lines.append(bound.get(graph.output, text[graph.output]))
+    return '\n'.join(lines) + '\n'
+
+
+def structure(graph):
+    """The graph as a canonical tape: the nodes its bindings and output reach, numbered
+    in post-order from those roots, so that two graphs compare equal when they compute
+    the same things from the same inputs, whatever order their nodes were made in."""
+    nodes = graph.nodes
+    roots = [i for i, n in enumerate(nodes) if _is_binding(n) and not n.name.startswith('_n')]
+    number, canonical = {}, []
+
+    def leaf(i):
+        # A constant has no identity: each use is its own leaf, however the parser
+        # happened to share it (a block parameter bound to a literal).
+        return nodes[i].op == 'const' and not _is_binding(nodes[i])
+
+    def emit(i, args=()):
+        node = nodes[i]
+        name = node.name if node.op == 'input' or _is_binding(node) else None
+        canonical.append((node.op, tuple(args), None if name and name.startswith('_n') else name,
+                          None if node.value is None else repr(node.value)))
+        return len(canonical) - 1
+
+    for root in roots + [graph.output]:
+        stack = [(root, False)]
+        while stack:
+            i, expanded = stack.pop()
+            if i in number:
+                continue
+            if not expanded:
+                stack.append((i, True))
+                stack.extend((a, False) for a in reversed(nodes[i].args)
+                             if a not in number and not leaf(a))
+                continue
+            number[i] = emit(i, [emit(a) if leaf(a) else number[a] for a in nodes[i].args])
+    return canonical, number[graph.output], dict(graph.defaults)

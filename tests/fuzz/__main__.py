@@ -126,13 +126,28 @@ def _with(case, name, data):
     return {**case, 'files': {**case['files'], name: data}}
 
 
+def literal(data):
+    """A Python expression for the bytes, long runs written as b'y' * 140000."""
+    import re
+    parts, at = [], 0
+    for run in re.finditer(rb'(.)\1{19,}', data, flags=re.S):
+        if run.start() > at:
+            parts.append(repr(data[at:run.start()]))
+        parts.append(f'{data[run.start():run.start() + 1]!r} * {run.end() - run.start()}')
+        at = run.end()
+    if at < len(data) or not parts:
+        parts.append(repr(data[at:]))
+    text = ' + '.join(parts)
+    return text if len(text) < 2000 else text[:2000] + f' ... ({len(data)} bytes)'
+
+
 def describe(case):
     lines = [f'    adgrad {" ".join(_quote(a) for a in case["argv"])}']
     for name, data in case['files'].items():
         if name in ' '.join(case['argv']) or name == 'prog.ad' and '-fprog.ad' in case['argv']:
-            lines.append(f'    file {name}: {data!r}')
+            lines.append(f'    file {name}: {literal(data)}')
     if case.get('stdin') and '-' in case['argv']:
-        lines.append(f'    stdin: {case["stdin"]!r}')
+        lines.append(f'    stdin: {literal(case["stdin"])}')
     return '\n'.join(lines)
 
 

@@ -223,7 +223,7 @@ def mutate(rng, text):
             data = data[:at] + chr(rng.choice([rng.randint(0, 127), rng.randint(128, 0x10ffff)])) \
                 + data[at:]
     raw = data.encode('utf-8', 'surrogatepass')
-    if rng.random() < 0.05:
+    if rng.random() < 0.15:
         at = rng.randint(0, len(raw))
         raw = raw[:at] + bytes([rng.choice([0xff, 0xc3, 0x80, 0xfe])]) + raw[at:]
     return raw
@@ -268,7 +268,7 @@ def command_line(rng, variables, program_file='prog.ad', points_file=None):
             argv += ['--steps', _value(rng, ['steps', '-st'])]
         return argv
     if rng.random() < 0.5:
-        argv += ['--format', _value(rng, FORMATS)]
+        argv += ['--format', _value(rng, FORMATS + ('table',) * 2)]
     elif rng.random() < 0.2:
         argv.append('--json')
     if command == 'grad' and rng.random() < 0.3:
@@ -288,35 +288,55 @@ def command_line(rng, variables, program_file='prog.ad', points_file=None):
 
 # ---- points files ----
 
-def _cell(rng):
+def _cell(rng, odd):
+    """A number, or with probability `odd` an empty or hostile cell."""
     r = rng.random()
-    if r < 0.6:
+    if r >= odd:
         return number_text(rng.choice(POINT_VALUES))
-    if r < 0.7:
+    if r < odd / 4:
         return ''
     return rng.choice(['a', '"a,b"', '"a\nb"', '"a""b"', 'a\u2028b', 'a\x85b', '[/]', '[note] a[i]',
                        '1' + '0' * 400, '1e999', '-', 'NaN', 'Infinity', 'true', '"', ' 1', '1 ',
                        '0x10', '1_000', '\x00', 'x' * 2000, '\ufeff1', '∂'])
 
 
-def _json_value(rng):
-    r = rng.random()
-    if r < 0.6:
+def _json_value(rng, odd):
+    if rng.random() >= odd:
         value = rng.choice(POINT_VALUES)
         return value if math.isfinite(value) else number_text(value)
     return rng.choice([None, True, False, 'x', '1', [], {}, [1], 10 ** 30, '\ud800', 'nan',
                        'Infinity', 1.5e308, -0.0, 'a\nb', '[/]'])
 
 
+LABELS = ('a', 'a b', 'a,b', 'a\nb', 'a\r\nb', 'a"b', '[/]', '[note] see a[i]', '[bold]x', 'a\u2028b',
+          'a\x85b', 'a\x00b', '\ud800', 'é∂', '=1+2', '<!--<script', 'a\\b', 'y' * 140_000, '')
+
+
+def _label(rng):
+    return rng.choice(LABELS) if rng.random() < 0.5 else f'row{rng.randint(0, 99)}'
+
+
+def _csv_label(rng, kind):
+    text = _label(rng)
+    if kind == 'csv' and any(c in text for c in ',"\r\n') or rng.random() < 0.1:
+        return '"' + text.replace('"', '""') + '"'
+    return text
+
+
 def points_file(rng, variables):
     """(name, bytes) of a CSV, TSV or JSON Lines file over `variables` and extra columns."""
-    columns = list(variables) + rng.sample(['label', 'value', 'd_x', 'w', 'x', ''], rng.randint(0, 2))
+    extra = rng.choice([[], [], ['label'], ['label'], ['label', 'w'], ['value'], ['d_x'], ['x'], ['']])
+    columns = list(variables) + extra
     rows = rng.randint(0, 6)
     kind = rng.choice(['csv', 'tsv', 'jsonl'])
+    # Mostly clean files with a few odd cells, so that a fault in writing the
+    # output is reached, not only the first bad row's error.
+    odd = rng.choice([0.0, 0.05, 0.1, 0.3])
     if kind == 'jsonl':
         lines = []
         for _ in range(rows):
-            obj = {c: _json_value(rng) for c in columns if rng.random() < 0.9}
+            obj = {c: _json_value(rng, odd) if c in variables else _label(rng)
+                   for c in columns if rng.random() < 0.95}
             line = json.dumps(obj, ensure_ascii=rng.random() < 0.5)
             if rng.random() < 0.1:
                 line = line.replace('"', "'", 1) if rng.random() < 0.5 else line[:-1]
@@ -328,7 +348,7 @@ def points_file(rng, variables):
         sep = ',' if kind == 'csv' else '\t'
         lines = [sep.join(columns)]
         for _ in range(rows):
-            cells = [_cell(rng) for _ in columns]
+            cells = [_cell(rng, odd) if c in variables else _csv_label(rng, kind) for c in columns]
             if rng.random() < 0.1:
                 cells = cells[:-1] if cells and rng.random() < 0.5 else cells + ['1']
             lines.append(sep.join(cells))
