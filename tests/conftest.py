@@ -13,3 +13,11 @@ def run_cli(capsys):
         captured = capsys.readouterr()
         return code, captured.out, captured.err
     return run
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """No tests collected is a failure (exit 1), not pytest's exit 5: a suite that
+    silently stopped being found must not look different from a green one only
+    by its exit code."""
+    if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
