@@ -259,3 +259,35 @@ def test_golden_dot(view):
         path.parent.mkdir(exist_ok=True)
         path.write_text(dot, encoding='utf-8')
     assert dot == path.read_text(encoding='utf-8')
+
+
+# ---- text at 80 columns ----
+
+@pytest.mark.parametrize('columns', [60, 80])
+@pytest.mark.parametrize('name', ['mlp', 'deep', 'softmax'])
+def test_text_on_a_narrow_terminal_never_cuts_a_number_or_a_term(name, columns, monkeypatch):
+    from autodiff_cli.cli.render import _text
+    from autodiff_cli.pictures.text import number
+    monkeypatch.setenv('COLUMNS', str(columns))
+    graph, values, grads = sample(name)
+    text = re.sub(r'\x1b\[[0-9;]*m', '', _text(graph, values, grads, 'backward', True).decode())
+    table, _, told = text.partition('backward pass, one node at a time:')
+    rows = [line for line in table.splitlines() if re.match(r'│ n\d+ ', line)]
+    assert len(rows) == len(graph.nodes)                  # one line per node: nothing wraps
+    for line, value in zip(rows, values):
+        cells = [c.strip() for c in line.strip('│').split('│')]
+        assert number(value) in cells                     # whole, never '0.00039…'
+    assert all(len(line) <= columns for line in text.splitlines())
+    for line in told.strip('\n').splitlines():
+        if line.startswith('      '):          # a continuation starts with the next term
+            assert line[6:].startswith(('= ', '· ', '+ ', '[block ')), line
+        assert not line.rstrip().endswith(('=', '·', '+')), line
+
+
+def test_captions_wrap_between_terms():
+    from autodiff_cli.pictures.text import wrap_terms
+    caption = '∂f/∂x = ∂f/∂(x*y + 1) · ∂(x*y + 1)/∂x = 4.125 · 3.5 = 14.44'
+    lines = wrap_terms(caption, 30)
+    assert lines == ['∂f/∂x = ∂f/∂(x*y + 1)', '      · ∂(x*y + 1)/∂x = 4.125',
+                     '      · 3.5 = 14.44']
+    assert wrap_terms(caption, 200) == [caption]

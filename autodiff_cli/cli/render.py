@@ -360,38 +360,54 @@ def _text(graph, values, grads, mode, terminal):
 
     from ..pictures.render import number, scene
     from ..pictures.steps import steps
+    from ..pictures.style import grad_text
+    from ..pictures.text import wrap_terms
 
     drawn = scene(graph, values, grads)
     table = Table(title=f'{drawn.f} = {graph.text(graph.output, 60)}', title_justify='left')
     has_blocks = bool(drawn.blocks)
+    width = shutil.get_terminal_size().columns if terminal else 120
+    # A narrow terminal keeps what teaches: the kind shows in 'is', the inputs
+    # in the expression.
+    narrow = width < 100
+    has_blocks = has_blocks and width >= 72
     for column in ('node', 'kind', 'is', 'expression', 'block', 'inputs'):
-        if column != 'block' or has_blocks:
-            table.add_column(column)
+        if (column != 'block' or has_blocks) and not (narrow and column in ('kind', 'inputs')):
+            # Only the expression may fold: numbers and names are never cut.
+            table.add_column(column, overflow='fold' if column == 'expression' else 'ellipsis',
+                             no_wrap=column != 'expression', ratio=1 if column == 'expression'
+                             else None, min_width=len(f'n{len(drawn.items)}') if column == 'node'
+                             else 10 if column == 'expression' else None)
+    # A number column is as wide as its longest number, so rich shrinks the
+    # expression instead of cutting a number.
     if mode != 'structure':
-        table.add_column('value', justify='right', style='blue')
+        table.add_column('value', justify='right', style='blue', no_wrap=True,
+                         min_width=max(len(number(i.value)) for i in drawn.items))
     if mode == 'backward':
-        table.add_column(f'∂{drawn.f}/∂node', justify='right', style='green')
+        table.add_column(f'∂{drawn.f}/∂node', justify='right', style='green', no_wrap=True,
+                         min_width=max(len(grad_text(i)) if i.live else 1
+                                       for i in drawn.items))
     args = [[] for _ in drawn.items]
     for link in drawn.links:
         args[link.dst].append(f'n{link.src}')
     for item in drawn.items:
-        row = [f'n{item.id}', item.kind, item.title, item.expr or '']
+        row = [f'n{item.id}'] + ([] if narrow else [item.kind]) + [item.title, item.expr or '']
         row += [item.block or ''] if has_blocks else []
-        row.append(', '.join(args[item.id]))
+        row += [] if narrow else [', '.join(args[item.id])]
         if mode != 'structure':
             row.append(number(item.value))
         if mode == 'backward':
-            row.append(number(item.grad) if item.live else '-')
+            row.append(grad_text(item) if item.live else '-')
         table.add_row(*row)
     buffer = io.StringIO()
-    width = shutil.get_terminal_size().columns if terminal else 120
     console = Console(file=buffer, force_terminal=terminal, no_color=not terminal,
                       width=width, highlight=False, markup=False)   # [ ] are text here
     console.print(table)
     if mode == 'backward':
         console.print('\nbackward pass, one node at a time:')
         for k, step in enumerate(steps(graph, values, grads), 1):
-            console.print(f'{k:>4}. {step.caption}', soft_wrap=True)
+            for line in wrap_terms(f'{k:>4}. {step.caption}', width):
+                console.print(line, soft_wrap=True)
     text = buffer.getvalue()
     if not terminal:   # no trailing blanks in a file: rich pads lines to the table's width
         text = ''.join(line.rstrip() + '\n' for line in text.splitlines())

@@ -44,3 +44,36 @@ def displayable(graph):
     if _NOT_XML.search(source):
         source = printable(source)
     return graph if source is graph.source else graph._replace(source=source)
+
+
+_BREAKS = (' = ', ' · ', '  [')   # never inside a symbol: break before any of them
+_SUM = ' + '                       # also inside ∂(x + y): break there only outside parentheses
+
+
+def _terms(text):
+    """The caption cut before each ' = ' and ' · ', and each ' + ' outside
+    parentheses (an elided symbol, 'log(exp(a…(b - m)))', may leave them
+    unbalanced: that only costs a break, never a cut symbol)."""
+    chunks, start, depth = [], 0, 0
+    for k, char in enumerate(text):
+        depth = depth + 1 if char == '(' else max(0, depth - 1) if char == ')' else depth
+        if k > start and (text.startswith(_BREAKS, k) or depth == 0 and text.startswith(_SUM, k)):
+            chunks.append(text[start:k])
+            start = k
+    chunks.append(text[start:])
+    return chunks
+
+
+def wrap_terms(text, width, indent=6):
+    """Lines of at most `width` characters, broken only between the terms of a
+    caption (never inside a number, a symbol or parentheses), continuation
+    lines indented. A term longer than a line is left whole, never cut."""
+    lines, line = [], ''
+    for chunk in _terms(text):
+        if line.strip() and len(line) + len(chunk) > width:
+            lines.append(line.rstrip())
+            line = ' ' * indent + chunk.lstrip()
+        else:
+            line += chunk
+    lines.append(line.rstrip())
+    return lines
