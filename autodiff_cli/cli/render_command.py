@@ -8,7 +8,7 @@ import argparse
 
 from .context import Choice
 from .evaluate import add_input
-from .render import FORMATS, MAX_NODES, MAX_STEP_NODES, run_render
+from .render import FORMATS, MAX_NODES, MAX_STEP_NODES, add_picture_options, run_render
 
 PictureFormat = Choice('PictureFormat', {word.upper(): word for word in FORMATS})
 
@@ -60,6 +60,7 @@ def add_arguments(parser, command):
     parser.add_argument('--max-nodes', type=node_count, metavar='N', default=None,
                         help=f'refuse to lay out a larger graph (default {MAX_NODES}, and '
                              f'{MAX_STEP_NODES} with --steps, which lays it out once per node)')
+    add_picture_options(parser)
 
 
 def node_count(text):
