@@ -174,7 +174,17 @@ def test_deep_chain_vanishing_gradient_stands_out():
     assert re.search(r'n0 \[label=<.*\(vanishing\).*penwidth=3', dot)
     assert 'inf / nan' in dot and '0: blocked' in dot                # the legended scale
     (line,) = [t for t in explain(graph, values, grads) if t.startswith('x:')]
-    assert 'vanishing' in line and 'shrinks most' in line
+    # Through x10 = tanh(1.5*x9 + 0.1) the gradient is multiplied by 1 - x10², by hand.
+    x10 = values[next(i for i, node in enumerate(graph.nodes) if node.name == 'x10')]
+    assert 'vanishing' in line and f'through x10 (node 50), which multiplies it by {1 - x10 * x10:.3g}' in line
+
+
+def test_grad_explain_prints_the_diagnosis_after_the_result(capsys):
+    assert main(['grad', '-f', str(SAMPLES / 'deep.ad'), '--explain']) == 0
+    out = capsys.readouterr().out
+    numbers, _, diagnosis = out.partition('\ndiagnosis:\n')
+    assert numbers.startswith('value\t0.79896') and diagnosis.startswith('  x: gradient 6.682e-05')
+    assert main(['grad', 'x', 'x=1', '--points', '-', '--explain']) == 2
 
 
 def test_rounding_noise_is_shown_as_about_zero_but_kept_as_computed():

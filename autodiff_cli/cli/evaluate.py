@@ -53,6 +53,9 @@ def add_arguments(parser, command):
     if command is Command.GRAD:
         parser.add_argument('--wrt', metavar='X,Y',
                             help='list only these variables, comma-separated')
+        parser.add_argument('--explain', action='store_true',
+                            help='then diagnose the gradients: where each shrinks or grows '
+                                 'most, what blocks them, the first non-finite one')
     from .batch_options import add_options  # -o, --engine, --scheduler, for --points
     add_options(parser)
 
@@ -74,10 +77,16 @@ def run(args, env):
     bindings = parse_bindings(words)
     names = gradient_names(graph, args)
     if args.points is not None or args.output is not None or args.engine != 'numpy':
+        if getattr(args, 'explain', False):
+            raise UsageError('--explain diagnoses one point: leave out --points and -o')
         from .batch import run_points
         return run_points(args, graph, bindings, names, env.stdout, env.warn, env.stdin)
-    result = compute(graph, input_values(graph, bindings, env.warn), names, args, env)
+    inputs = input_values(graph, bindings, env.warn)
+    result = compute(graph, inputs, names, args, env)
     write(result, args.format, env)
+    if getattr(args, 'explain', False):
+        from .render import write_explanation
+        write_explanation(graph, inputs, env)
     return Exit.OK
 
 

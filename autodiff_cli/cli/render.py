@@ -538,3 +538,19 @@ def write_folder(folder, files):
     for name in sorted(os.listdir(folder)):
         if FRAME_FILE.fullmatch(name) and name not in files:
             os.unlink(os.path.join(folder, name))
+
+
+# ---- grad --explain ----
+
+def write_explanation(graph, inputs, env):
+    """`adgrad grad --explain`: the gradient diagnosis of pictures/health.py as
+    text after the result, one finding a line, headed so a reader of plain
+    output can tell it from the numbers."""
+    from ..core.passes import backward, forward
+    from ..pictures.health import explain
+    values = forward(graph, inputs)
+    lines = explain(graph, values, backward(graph, values))
+    text = '\ndiagnosis:\n' + ''.join(f'  {line}\n' for line in lines)
+    if env.partial != '∂':
+        text = text.replace('∂', 'd')
+    env.stdout.write(text)

@@ -11,6 +11,7 @@ VANISHING a gradient has all but vanished, above EXPLODING it has exploded.
 """
 
 import math
+import re
 from typing import NamedTuple
 
 from ..core.passes import pullback, receives_gradient
@@ -45,7 +46,14 @@ class Health(NamedTuple):
 
 
 def _text(graph, i):
-    return graph.text(i, 20) or graph.label(i)
+    """A node as the diagnosis names it: its name, else its (short) source text."""
+    return graph.nodes[i].name or graph.text(i, 20) or graph.label(i)
+
+
+def _symbol(graph, i):
+    text = _text(graph, i)
+    return text if re.fullmatch(r'[A-Za-z_][A-Za-z0-9_]*|[0-9.]+', text) else f'({text})'
+
 
 
 def diagnose(graph, values, grads):
@@ -92,7 +100,7 @@ def _why_zero(graph, i, uses, values, grads, blocked_by):
             return blocked_by[c]
     for c, local in locals_:
         if local is None or local == 0:
-            return c, f'zero: ∂({_text(graph, c)})/∂({_text(graph, i)}) = 0 (node {c})'
+            return c, f'zero: ∂{_symbol(graph, c)}/∂{_symbol(graph, i)} = 0 (node {c})'
     return None, 'zero: the terms that reach it cancel exactly'
 
 
@@ -113,8 +121,8 @@ def explain(graph, values, grads, health=None):
     lines = []
     bad = first_nonfinite_gradient(health)
     if bad is not None:
-        lines.append(f'first non-finite gradient: ∂/∂{_text(graph, bad)} (node {bad}) '
-                     f'= {grads[bad]!r}; the backward pass reaches it first')
+        lines.append(f'first non-finite gradient: at {_text(graph, bad)} (node {bad}), '
+                     f'{grads[bad]!r}; the backward pass reaches it first')
     for name, i in graph.inputs.items():
         h = health[i]
         if h.state == 'none':
@@ -132,9 +140,8 @@ def explain(graph, values, grads, health=None):
             text += f' ({h.state}: |gradient| {"<" if h.state == "vanishing" else ">"} '
             text += f'{VANISHING if h.state == "vanishing" else EXPLODING:g})'
         if where is not None:
-            verb = 'shrinks' if factor < 1 else 'grows'
-            text += (f'; on its path from the output it {verb} most at '
-                     f'{_text(graph, where)} (node {where}), by a factor of {factor:.3g}')
+            text += (f'; the largest change on its way back from the output is through '
+                     f'{_text(graph, where)} (node {where}), which multiplies it by {factor:.3g}')
         lines.append(text)
     blockers = {}
     for i, h in enumerate(health):
