@@ -86,15 +86,17 @@ def _main(argv, env):
     show_traceback = '--traceback' in argv
     try:
         code = _dispatch(argv, env)
-        env.stdout.flush()  # a full disk shows here, inside the error handling, not at exit
-        return code
     except BaseException as error:   # noqa: B036 - SystemExit and Ctrl-C are mapped too
         code = _failed(error, env, show_traceback)
+    # Flush here, inside the error handling rather than at exit: a full disk
+    # shows now, and so does what --help printed before argparse's SystemExit.
     try:
-        env.stdout.flush()   # what --help printed before SystemExit, say
+        env.stdout.flush()
     except OSError as error:
-        failed = _output_failed(error, env, quiet=code != Exit.OK)
-        code = failed if code == Exit.OK else code
+        if code == Exit.OK:
+            code = _output_failed(error, env)
+        else:   # the error that came first has been said
+            silence(env.stdout)
     return code
 
 
@@ -118,12 +120,12 @@ def _failed(error, env, show_traceback):
     raise error
 
 
-def _output_failed(error, env, quiet=False):
+def _output_failed(error, env):
     """The one path for a stdout that is closed, full or gone: stop writing,
     keep the interpreter from failing again at exit, and say why, except to a
     reader that went away (| head), which is no error."""
     silence(env.stdout)
-    if isinstance(error, BrokenPipeError) or quiet:
+    if isinstance(error, BrokenPipeError):
         return Exit.OK
     env.error(f'cannot write the output: {error.strerror or error}')
     return Exit.USAGE
