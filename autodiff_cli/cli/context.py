@@ -103,7 +103,8 @@ def can_encode(stream, text):
     return True
 
 
-_ESCAPED = re.compile(r'[\x00-\x1f\x7f-\x9f\ud800-\udfff]')
+UNPRINTABLE = re.compile(  # controls, line separators, stray surrogates
+    r'[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]')
 WORD_LIMIT = 100        # characters of one word of a message: a name, a path
 _LONG_WORD = re.compile(r'\S{%d,}' % (WORD_LIMIT + 1))
 MESSAGE_LIMIT = 400     # characters of a whole message
@@ -114,7 +115,7 @@ def printable(message, stream):
     token) and the whole line elided, control characters and stray surrogates
     escaped, and ∂ spelled d where the stream's encoding has no ∂."""
     message = _LONG_WORD.sub(lambda m: elide(m.group(), WORD_LIMIT), message)
-    message = _ESCAPED.sub(lambda m: repr(m.group())[1:-1], elide(message, MESSAGE_LIMIT))
+    message = UNPRINTABLE.sub(lambda m: repr(m.group())[1:-1], elide(message, MESSAGE_LIMIT))
     return message if can_encode(stream, '∂') else message.replace('∂', 'd')
 
 

@@ -27,7 +27,7 @@ import sys
 from .. import __version__
 from ..errors import AdgradError, CheckFailed, NumericalError, UsageError
 from .common import Exit
-from .context import Command, Environment, silence
+from .context import UNPRINTABLE, Command, Environment, silence
 
 _WINDOW = 100  # characters of a long source line shown around an error's caret
 
@@ -304,12 +304,10 @@ def _error_lines(error):
     # character (a tab as a space, control characters and stray bytes as '?'),
     # so the caret stays under its character whatever the terminal does.
     start = max(0, column - 1 - _WINDOW // 2)
-    shown = _one_column.sub('?', text[start:start + _WINDOW].replace('\t', ' '))
+    shown = UNPRINTABLE.sub('?', text[start:start + _WINDOW].replace('\t', ' '))
     if start:
         shown, column = '…' + shown[1:], column - start
     if start + _WINDOW < len(text):
         shown = shown[:-1] + '…'
     return [f'{error.message} ({where})', f'  {shown}', '  ' + ' ' * (column - 1) + '^']
 
-
-_one_column = re.compile(r'[\x00-\x1f\x7f-\x9f\ud800-\udfff]')
