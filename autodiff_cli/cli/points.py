@@ -25,7 +25,7 @@ import sys
 from ..errors import AdgradError
 
 CHUNK_ROWS = 65536
-_READ_BYTES = 1 << 22
+_READ_BYTES = 1 << 20  # 1 MiB of input at a time: its buffers stay small and reused
 _ARROW_BYTES = 1 << 19  # a smaller file is read without importing pyarrow
 
 # A key that a JSON object lacks: empty in CSV, left out again in JSON Lines.
