@@ -125,13 +125,13 @@ class Batches:
             f'median of {len(ours_s)} repetitions each; sums of the gradients '
             f'{"agree" if agree else "DIFFER"}.')
 
-    def csv(self, rows, target_s, target_mb=None):
+    def csv(self, rows, target_s, target_mb=None, rounds=None):
         path = self.csv_file(rows)
         out = self.dir / 'points-out.csv'
         ours = self.bench.adgrad + ['grad', '-f', str(LOGISTIC), '--points', str(path)]
         pure = WITHOUT_PYARROW + ['grad', '-f', str(LOGISTIC), '--points', str(path)]
         times, peaks, pure_times, pure_peaks = [], [], [], []
-        for _ in range(self.size['rounds']):
+        for _ in range(rounds or self.size['rounds']):
             t, peak, _ = self.run_process(ours, out)
             times.append(t)
             peaks.append(peak)
@@ -232,7 +232,7 @@ def figures(bench, figure, run_process, run_child, seconds, verdict):
     b = Batches(bench, figure, run_process, run_child, seconds, verdict)
     rows = []
     for make in (b.core, lambda: b.csv(b.size['rows'], 1.0),
-                 lambda: b.csv(b.size['big'], 10.0, 300)):
+                 lambda: b.csv(b.size['big'], 10.0, 300, rounds=1)):
         try:
             rows.append(make())
         except RuntimeError as error:
