@@ -276,8 +276,9 @@ _NUMBERISH = r'[ \t]?[+-]?(\d{0,3}(\.\d{0,3})?([eE][+-]?\d{1,3})?|inf|nan|infini
 
 def _cells():
     from hypothesis import strategies as st
-    return st.one_of(st.from_regex(_NUMBERISH, fullmatch=True),
-                     st.text(alphabet=' \t0123456789.eE+-_xnaif\x0b\x0c\u00a0', max_size=6))
+    number = st.from_regex(_NUMBERISH, fullmatch=True)
+    return st.one_of(number, number.map(lambda t: f'"{t}"'),
+                     st.text(alphabet=' \t0123456789.eE+-_xnaif"\x0b\x0c\u00a0', max_size=6))
 
 
 def test_arrow_reads_every_cell_as_float_does(arrow_always):
@@ -299,7 +300,11 @@ def test_arrow_reads_every_cell_as_float_does(arrow_always):
             fast = run_main(['eval', 'x + y', 'y=1', '--points', f.name])
             with mock.patch.object(points, '_pyarrow_csv', lambda: None):
                 slow = run_main(['eval', 'x + y', 'y=1', '--points', f.name])
+                # and every record through the csv module, quotes or not
+                with mock.patch.object(points, '_lines_are_records', lambda *_: False):
+                    csv_module = run_main(['eval', 'x + y', 'y=1', '--points', f.name])
         finally:
             os.unlink(f.name)
         assert (fast.code, fast.out, fast.err) == (slow.code, slow.out, slow.err)
+        assert (fast.code, fast.out, fast.err) == (csv_module.code, csv_module.out, csv_module.err)
     check()

@@ -94,7 +94,9 @@ class Chunk:
         if self._rows is None:
             self.drop_blank()
             d = self.source.delimiter
-            self._rows = [line.split(d) for line in self.block.decode().split('\n')[:-1]]
+            lines = self.block.decode().split('\n')[:-1]
+            self._rows = list(csv.reader(lines, delimiter=d)) if b'"' in self.block else \
+                [line.split(d) for line in lines]
         if not self._widths_checked:
             width = len(self.source.header)
             for i, row in enumerate(self._rows):
@@ -243,6 +245,30 @@ def _blank(line):
     return not line.strip(_SPACE + b'\r\n')
 
 
+def _lines_are_records(block, delimiter):
+    return b'"' not in block or _simple_quotes(block, delimiter)
+
+
+def _simple_quotes(block, delimiter):
+    """Whether every quote in a block (LF line breaks) opens or closes a whole
+    field on one line, with no quote inside: then each line is one record,
+    and the csv module and pyarrow read it alike. In NumPy, a few passes
+    over the block's bytes."""
+    import numpy as np
+    data = np.frombuffer(block, np.uint8)
+    quotes = np.flatnonzero(data == ord('"'))
+    if len(quotes) % 2:
+        return False
+    opens, closes = quotes[0::2], quotes[1::2]
+    edges = (ord(delimiter), ord('\n'))
+    before = data[np.maximum(opens - 1, 0)]
+    after = data[np.minimum(closes + 1, len(data) - 1)]
+    breaks = np.flatnonzero(data == ord('\n'))
+    return bool(np.all((opens == 0) | np.isin(before, edges))
+                and np.all((closes + 1 == len(data)) | np.isin(after, edges))
+                and np.array_equal(np.searchsorted(breaks, opens), np.searchsorted(breaks, closes)))
+
+
 class CsvSource(Source):
     def __init__(self, name, kind, stream):
         self.delimiter = '\t' if kind == 'tsv' else ','
@@ -263,18 +289,20 @@ class CsvSource(Source):
 
     def _records(self):
         """(fields, raw bytes, line number) per record, honouring quotes; or
-        (None, block, first line number) for a block without quotes, whose
-        lines are its records, with line breaks made LF."""
+        (None, block, first line number) for a block whose lines are its
+        records (no quotes, or only quotes around whole fields on one line),
+        with line breaks made LF."""
         for block in self.blocks:
             block = self.pending + block
             self.pending = b''
-            if b'"' in block:
-                yield from self._quoted(block, final=self.blocks.eof)
-                continue
+            raw = block
             if b'\r' in block:
                 block = block.replace(b'\r\n', b'\n').replace(b'\r', b'\n')
             if not block.endswith(b'\n'):
                 block += b'\n'
+            if not _lines_are_records(block, self.delimiter):
+                yield from self._quoted(raw, final=self.blocks.eof)
+                continue
             line = self.line
             self.line += block.count(b'\n')
             yield None, block, line
@@ -311,7 +339,7 @@ class CsvSource(Source):
         """Chunks of rows; blank lines are skipped."""
         lines, numbers, rows = [], [], []
         for fields, raw, line in self.records:
-            if fields is None:  # a block without quotes
+            if fields is None:  # a block whose lines are its records
                 if rows:
                     yield Chunk(self, numbers, lines=lines, rows=rows)
                     lines, numbers, rows = [], [], []
@@ -336,7 +364,7 @@ class CsvSource(Source):
         return chunk
 
     def fast_columns(self, chunk, wanted, fills):
-        """pyarrow's C reader over a block without quotes; None when it cannot
+        """pyarrow's C reader over a block whose lines are its records; None when it cannot
         say exactly (the slow path then names the row to blame)."""
         if chunk.block is None or not len(chunk):
             return None
@@ -357,7 +385,8 @@ class CsvSource(Source):
             table = arrow.read_csv(
                 pa.py_buffer(chunk.block),
                 read_options=arrow.ReadOptions(column_names=names, block_size=1 << 23),
-                parse_options=arrow.ParseOptions(delimiter=self.delimiter, quote_char=False,
+                parse_options=arrow.ParseOptions(delimiter=self.delimiter,
+                                                 quote_char='"' if b'"' in chunk.block else False,
                                                  double_quote=False, escape_char=False,
                                                  newlines_in_values=False,
                                                  ignore_empty_lines=False),
