@@ -207,7 +207,7 @@ def test_one_step_as_a_png_for_a_slide(tmp_path):
     assert main(['render', '-f', str(SAMPLES / 'product.ad'), '--step', '3', '--no-legend',
                  '--font-scale', '1.5', '-o', str(svg)]) == 0
     text = svg.read_text()
-    assert 'Step 3 of 5: ∂f/∂z = ∂f/∂f · ∂(x * y * z)/∂z = 1 · 6 = 6' in text and 'forward: values' not in text
+    assert 'Step 3 of 5: ∂f/∂z = ∂f/∂f · ∂(x * y * z)/∂z = 1 · (x * y) = 1 · 6 = 6' in text and 'forward: values' not in text
     assert smallest_font(text) >= 18
 
 

@@ -12,9 +12,11 @@ text with no I/O, and needs no server or network to run.
 
 import html
 import json
+import re
 from typing import NamedTuple
 
 from ..core.passes import pullback, receives_gradient
+from .symbolic import local_symbol
 from .render import (SYMBOL_LIMIT, Frame, Look, Picture, block_labels, displayable,
                      node_symbol, number, output_symbol, scene, style)
 
@@ -25,6 +27,7 @@ class Term(NamedTuple):
     consumer: int    # the node that used this one as an argument
     upstream: float  # ∂f/∂consumer, already final
     local: float     # ∂consumer/∂node, from the op's derivative rule
+    formula: str | None = None   # the same as a formula, 'y' in ∂(x*y)/∂x = y
 
 
 class Step(NamedTuple):
@@ -46,6 +49,10 @@ def steps(graph, values, grads):
             for position, a in enumerate(nodes[c].args):
                 uses[a].append((c, position))
     partials = {}
+
+    def name(i):   # in a formula the output is named, if it has a name: (1 - o)*(o + 1)
+        return nodes[i].name if nodes[i].name and nodes[i].op != 'const' \
+            else node_symbol(graph, i, f, local=True)
     blocks = block_labels(dict.fromkeys(node.block for node in nodes if node.block))
     result = []
     for i in range(graph.output, -1, -1):
@@ -56,7 +63,8 @@ def steps(graph, values, grads):
             if c not in partials:
                 partials[c] = pullback(graph, c, 1.0, values)
             local = partials[c][position]
-            terms.append(Term(c, grads[c], 0.0 if local is None else local))
+            terms.append(Term(c, grads[c], 0.0 if local is None else local,
+                              local_symbol(graph, c, position, name)))
         caption = _caption(graph, f, i, terms, grads[i])
         if nodes[i].block is not None:   # x^2 is in every call of h: say which
             caption += f'  [{blocks[nodes[i].block]}]'
@@ -76,10 +84,25 @@ def _caption(graph, f, i, terms, grad):
         f'∂{f}/∂{node_symbol(graph, t.consumer, f)} · '
         f'∂{node_symbol(graph, t.consumer, f, local=True)}/∂{me}' for t in shown)
     products = ' + '.join(f'{_factor(t.upstream)} · {_factor(t.local)}' for t in shown)
+    # The local derivatives as formulas where they say more than a number:
+    # ∂f/∂x = ∂f/∂(x*y) · ∂(x*y)/∂x = 4 · y = 4 · 3 = 12.
+    formulas = ''
+    if any(t.formula for t in shown):
+        formulas = ' + '.join(
+            f'{_factor(t.upstream)} · {_wrap(t.formula) if t.formula else _factor(t.local)}'
+            for t in shown)
     if more > 0:
         symbols += f' + … ({more} more)'
         products += ' + …'
-    return f'∂{f}/∂{me} = {symbols} = {products} = {number(grad)}'
+        formulas += ' + …' if formulas else ''
+    middle = f' = {formulas}' if formulas else ''
+    return f'∂{f}/∂{me} = {symbols}{middle} = {products} = {number(grad)}'
+
+
+def _wrap(formula):
+    """A formula inside a product: in parentheses unless it is one name or call."""
+    simple = re.fullmatch(r'[\w.]+|[\w]+\([^()]*\)|\([^()]*\)', formula)
+    return formula if simple else f'({formula})'
 
 
 def _factor(x):
@@ -238,7 +261,8 @@ _PAGE = """<!DOCTYPE html>
     if (!natural) return;
     var zoomed = frames.classList.contains('zoomed');
     var room = frames.clientWidth || natural;
-    img.style.width = (zoomed ? natural : Math.min(natural, Math.max(room, natural * LEAST))) + 'px';
+    var fitted = Math.min(natural, Math.max(room, natural * LEAST));
+    img.style.width = (zoomed ? natural : fitted) + 'px';
   }}
   function centre() {{
     // Scroll so that the node this step highlights is in view.
