@@ -60,6 +60,10 @@ def test_csv_files_row_for_row(tmp_path, scheduler):
     assert single[0] == header and [r for g in got for r in g[1:]] == single[1:]
     bad = [line for line in run_main(['grad', EXPR, '--points', str(whole)])[2].splitlines()]
     assert bad == err.splitlines()  # the same warning, the same counts
+    strict = tmp_path / 'strict'
+    code, _, err = run_main(['grad', EXPR, '--points', str(folder), '--engine', 'dask',
+                             '--scheduler', scheduler, '-o', str(strict), '--strict'])
+    assert code == 1 and 'not finite in' in err and not strict.exists()
 
 
 def test_parquet_folder_and_a_bad_row(tmp_path, scheduler):

@@ -46,17 +46,18 @@ def run_dask(args, graph, bindings, names, warn):
     meta = pd.DataFrame({'rows': pd.Series([], dtype='int64'),
                          'node': pd.Series([], dtype='int64'),
                          'bad': pd.Series([], dtype='int64')})
+    from .batch import merge_bad
     with folder, _client(args, Client, LocalCluster):
         counts = frame.map_partitions(
             partition, graph.source, dict(bindings), list(names), kind, fmt, folder.temp,
             meta=meta, align_dataframes=False).compute()
+        bad = None
+        for node, rows in zip(counts['node'], counts['bad']):  # in partition order
+            if node >= 0:
+                bad = merge_bad(bad, (int(node), int(rows)))
+        # under --strict a non-finite row is an error: DIR is then not written
+        plan.report(None if bad is None else (*bad, int(counts['rows'].sum())), args.strict, warn)
         folder.commit()
-    from .batch import merge_bad
-    bad = None
-    for node, rows in zip(counts['node'], counts['bad']):
-        if node >= 0:
-            bad = merge_bad(bad, (int(node), int(rows)))
-    plan.report(None if bad is None else (*bad, int(counts['rows'].sum())), args.strict, warn)
     return Exit.OK
 
 
