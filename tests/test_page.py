@@ -157,3 +157,44 @@ def test_samples_recomputed_in_the_browser_agree_with_grad(browser, tmp_path, ca
     if first is not None and not math.isnan(expected['gradient'][first]):
         assert grad_label.endswith(number(expected['gradient'][first])) or \
             grad_label.endswith(number(got[f'd_{first}']))
+
+
+# ---- the --steps page, in a real browser ----
+
+@needs_dot
+def test_steps_page_keys_scroll_and_legible_fit(browser, tmp_path):
+    lines = ['input x = 0.1', 'f(a) = a + 1', 'y1 = f(x)'] + [f'y{k} = f(y{k - 1})'
+                                                            for k in range(2, 13)]
+    program = tmp_path / 'chain.ad'
+    program.write_text('\n'.join(lines) + '\n')
+    folder = tmp_path / 'steps'
+    assert main(['render', '-f', str(program), '--steps', str(folder)]) == 0
+    browser.set_window_size(800, 600)
+    browser.get((folder / 'index.html').as_uri())
+    count = int(re.search(r'of (\d+)', browser.find_element('id', 'counter').text).group(1))
+    # The caption is on the page once, as text; the SVG frame carries none.
+    assert browser.find_element('id', 'caption').text.startswith('∂y12/∂y12 = 1')
+
+    def press(key, **modifiers):
+        """Dispatch a keydown; True if the page took it (prevented the default)."""
+        return browser.execute_script(
+            'var e = new KeyboardEvent("keydown", Object.assign({key: arguments[0], '
+            'bubbles: true, cancelable: true}, arguments[1]));'
+            'document.body.dispatchEvent(e); return e.defaultPrevented;', key, modifiers)
+    assert press('ArrowRight') is True
+    assert browser.find_element('id', 'counter').text == f'step 2 of {count}'
+    for modifier in ('altKey', 'ctrlKey', 'metaKey', 'shiftKey'):
+        assert press('ArrowLeft', **{modifier: True}) is False    # left to the browser
+    assert browser.find_element('id', 'counter').text == f'step 2 of {count}'
+    # A frame wider than the window keeps at least 60% of its size, and the
+    # view scrolls to the node the step highlights.
+    sizes = browser.execute_script(
+        'var img = document.querySelectorAll("#frames img")[1];'
+        'var f = document.getElementById("frames");'
+        'return [img.naturalWidth, img.width, f.clientWidth, f.scrollLeft, f.scrollWidth];')
+    natural, shown, room, scrolled, total = sizes
+    assert natural > room / 0.6 and shown >= 0.6 * natural - 1 and shown > room
+    assert scrolled > 0                      # step 2's node is at the right, near the output
+    press('Home')
+    press('End')                             # the last step is x, at the far left
+    assert browser.execute_script('return document.getElementById("frames").scrollLeft') == 0

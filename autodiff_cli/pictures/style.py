@@ -102,7 +102,7 @@ def _label(item, f, show_value, show_grad, pending, look):
         value = number(item.value)
         if pending == 'value':   # as wide as the number to come, as for gradients below
             value = '?' + '\u2007' * (len(value) - 1)
-        rows.append(_row(value, MUTED if pending else FORWARD))
+        rows.append(_row(value, MUTED if pending == 'value' else FORWARD))
     if show_grad:
         known = grad_text(item)
         if pending:
