@@ -24,6 +24,10 @@ class NumericalError(AdgradError):
     """A non-finite value under --strict."""
 
 
+class CheckFailed(AdgradError):
+    """A derivative check that did not hold (exit code 1)."""
+
+
 class UsageError(AdgradError):
     """Bad usage of the command line: a missing value, a bad option."""
 

@@ -2,6 +2,7 @@
 
 import csv
 import io
+import itertools
 import json
 import math
 import os
@@ -14,8 +15,7 @@ import pytest
 from autodiff_cli import lower
 from autodiff_cli.core.batch import run_batch
 
-from conftest import evaluate, same
-from test_primitives import CASES
+from tests.helpers import CASES, evaluate, same
 
 EDGE_POINTS = [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, 1e300, -1e-300, math.inf, -math.inf, math.nan]
 
@@ -25,8 +25,7 @@ def test_arrays_agree_with_the_scalar_path_for_every_primitive(op):
     expr = CASES[op][0]
     graph = lower(expr)
     names = sorted(graph.inputs)
-    grid = [(a, b) for a in EDGE_POINTS for b in EDGE_POINTS] if len(names) == 2 else \
-        [(a,) for a in EDGE_POINTS]
+    grid = list(itertools.product(EDGE_POINTS, repeat=len(names)))
     import numpy as np
     columns = {n: np.array([p[i] for p in grid]) for i, n in enumerate(names)}
     value, gradient, _ = run_batch(graph, columns, len(grid), names)
@@ -89,7 +88,7 @@ def test_empty_cells_take_defaults(run_cli, tmp_path):
     ('p.csv', 'x\n1\n', "no value for 'y': the points have no such column"),
     ('p.csv', 'x,y,value\n1,2,3\n', "already have a column 'value'"),
     ('p.csv', '', 'empty'),
-    ('p.jsonl', '{"x": 1, "y": 2}\n{"x": "1.5", "y": 2}\n', "line 2: 'x' is '1.5', not a number"),
+    ('p.jsonl', '{"x": 1, "y": 2}\n{"x": "1.5", "y": 2}\n', 'line 2: \'x\' is "1.5", not a number'),
     ('p.jsonl', '{"x": 1, "y": 2}\n[1, 2]\n', 'line 2: expected a JSON object'),
     ('p.jsonl', '{"x": 1, "y": 2}\n{"x": 1,\n', 'line 2: not JSON'),
 ])

@@ -13,6 +13,8 @@ from autodiff_cli import backward, forward, lower
 from autodiff_cli.core.graph import Node
 from autodiff_cli.core.primitives import PRIMITIVES
 
+from tests.helpers import CASES
+
 
 class Ref:
     """A value that is a node of the tape being recorded."""
@@ -71,7 +73,6 @@ def test_second_derivatives_through_a_recorded_gradient(x, y):
 
 
 def test_recorded_gradient_agrees_with_the_numeric_one_for_every_primitive():
-    from test_primitives import CASES
     for op, (expr, points) in sorted(CASES.items()):
         graph = lower(expr)
         names = sorted(graph.inputs)

@@ -6,7 +6,7 @@ import pytest
 
 from autodiff_cli import AdgradError, backward, forward, lower
 
-from conftest import evaluate
+from tests.helpers import evaluate
 
 
 def run(source, **inputs):

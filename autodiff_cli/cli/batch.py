@@ -1,46 +1,375 @@
-"""A batch of points: every row of a points file through the array algebra,
-then the rows out in order."""
+"""A batch of points, streamed: chunks of rows from the points file, each
+through the array algebra (core/batch.py), then out in order.
 
+Nothing is written unless every row is good. With -o FILE the rows go to
+a temporary file beside FILE, renamed over it only at the end. On stdout a
+first pass reads and checks every row before anything is written; standard
+input that cannot be read twice is copied to a temporary file on the way.
+"""
+
+import os
+import signal
+import sys
 import time
 
 from ..core.batch import run_batch
 from ..errors import UsageError
-from .common import Exit, input_values, numerical, read_text, where
+from .common import Exit, input_values, numerical, where
+
+_EXTENSIONS = {'.csv': 'csv', '.tsv': 'tsv', '.jsonl': 'jsonl', '.ndjson': 'jsonl',
+               '.json': 'json', '.parquet': 'parquet', '.pq': 'parquet'}
 
 
-def run_points(args, graph, bindings, names, out, warn):
-    """Every row of a points file at once (batch.py), then the rows out in order."""
-    from .points import columns, read_points
-    from .rows import write_rows
-
+def run_points(args, graph, bindings, names, out, warn, stdin=None):
+    output = getattr(args, 'output', None)
+    engine = getattr(args, 'engine', 'numpy')
+    if args.points is None:
+        raise UsageError('-o/--output and --engine go with --points')
     if args.nodes:
         raise UsageError('--nodes shows one point; it does not go with --points')
-    name = args.points if args.points != '-' else '<stdin>'
-    points = read_points(read_text(args.points), name)
-    fills = input_values(graph, bindings, warn)
-    given = columns(points, graph.inputs, fills)
-    unbound = [n for n in graph.inputs if n not in given and n not in fills]
-    if unbound:
-        raise UsageError(f"no value for '{unbound[0]}': the points have no such column; "
-                         f'give it as {unbound[0]}=VALUE')
-    outputs = ['value'] + [f'd_{n}' for n in names]
-    clash = set(outputs) & set(points.header)
-    if clash:
-        raise UsageError(f"the points already have a column '{sorted(clash)[0]}', "
-                         'which the output would repeat')
-    count = len(points)
-    value, gradient, bad = run_batch(graph, {**fills, **given}, count, names)
-    if bad is not None:
-        node, rows_hit = bad
-        numerical(f'{where(graph, node)} is not finite in {rows_hit} of {count} rows, '
-                   'the first node where that happens', args.strict, warn)
-    fmt = args.format if args.format_given else points.kind
-    same_text = fmt == points.kind or (fmt == 'plain' and points.kind == 'tsv')
-    echo = points.lines if same_text and points.kind != 'jsonl' else None
-    with _progress(count, warn.stream) as advance:
-        write_rows(fmt, points.header + outputs, points.rows() if echo is None else None,
-                   [value, *gradient.values()], out, advance, echo, points.kind != 'jsonl')
+    if engine == 'dask':
+        from .dask_batch import run_dask
+        return run_dask(args, graph, bindings, names, warn)
+    if getattr(args, 'scheduler', None):
+        raise UsageError('--scheduler goes with --engine dask')
+    from .points import open_points
+
+    with _Input(args.points, stdin) as source_input:
+        source = open_points(source_input.open(), source_input.name, source_input.path)
+        fmt = output_format(args, output, source.kind)
+        to_file = output not in (None, '-')
+        plan = Plan(graph, bindings, names, warn)
+        needs_header = source.kind == 'jsonl' and fmt not in ('json', 'jsonl')
+        count = None
+        if not to_file or needs_header:
+            scan = plan.scan(source, args.strict)  # the first pass: every row checked
+            count = scan.rows
+            source = open_points(source_input.open(), source_input.name, source_input.path)
+            if source.kind == 'jsonl':
+                source.header = scan.header
+        plan.check(source)
+        if to_file:
+            with Target(output, binary=fmt != 'table') as target:
+                bad = plan.stream(source, make_writer(fmt, source, plan, target.file), None,
+                                  count, warn)
+                plan.report(bad, args.strict, warn)
+                target.commit()
+        else:
+            with _AtRowBoundaries() as boundary:
+                bad = plan.stream(source, make_writer(fmt, source, plan, out), boundary,
+                                  count, warn)
+                out.flush()
+            plan.report(bad, args.strict, warn)
     return Exit.OK
+
+
+def output_format(args, output, kind):
+    ext = os.path.splitext(output)[1].lower() if output not in (None, '-') else ''
+    if _EXTENSIONS.get(ext) == 'parquet':
+        if args.format_given:
+            raise UsageError(f'{output} is written as Parquet, by its ending: drop --format')
+        return 'parquet'
+    if args.format_given:
+        return args.format
+    return _EXTENSIONS.get(ext) or ('csv' if kind == 'parquet' else kind)
+
+
+def make_writer(fmt, source, plan, file):
+    """The writer of a format into `file`: a text stream (stdout) or a binary file."""
+    from .rows import JsonRows, ParquetRows, TableRows, TextRows
+    header = source.header + plan.outputs
+    if fmt == 'parquet':
+        return ParquetRows(source.header, plan.outputs, file)
+    if fmt == 'table':
+        return TableRows(header, file)
+    file = _binary(file)
+    if fmt in ('json', 'jsonl'):
+        return JsonRows(fmt, source.header, plan.outputs, file,
+                        cells_are_text=source.kind in ('csv', 'tsv'))
+    same = (fmt, source.kind) in (('csv', 'csv'), ('tsv', 'tsv'), ('plain', 'tsv'))
+    return TextRows(fmt, header, file, echo=same)
+
+
+def _binary(file):
+    """Rows are UTF-8 bytes: a text stream's own buffer takes them directly."""
+    if not hasattr(file, 'encoding'):
+        return file
+    file.flush()
+    buffer = getattr(file, 'buffer', None)
+    return buffer if buffer is not None else _Decoding(file)
+
+
+class _Decoding:
+    def __init__(self, file):
+        self.file = file
+
+    def write(self, data):
+        self.file.write(data.decode('utf-8', 'surrogateescape'))
+
+
+class _Scan:
+    def __init__(self):
+        self.rows, self.keys, self.bad = 0, {}, None
+
+    @property
+    def header(self):
+        return list(self.keys)
+
+
+class Plan:
+    """What every chunk goes through: the graph, the values the command line
+    gives, and the columns out."""
+
+    def __init__(self, graph, bindings, names, warn):
+        self.graph, self.bindings, self.names = graph, bindings, names
+        self.fills = input_values(graph, bindings, warn)
+        self.outputs = ['value'] + [f'd_{n}' for n in names]
+        self.warn = warn
+        self.checked = False
+
+    def wanted(self, source):
+        if source.kind == 'jsonl' and not source.header:
+            return list(self.graph.inputs)  # not scanned: any row may have any key
+        return [n for n in self.graph.inputs if n in source.header]
+
+    def check(self, source):
+        """The header against the program: a column for every variable without
+        a value, none that the output adds, and a word on bindings it overrides."""
+        if self.checked or (source.kind == 'jsonl' and not source.header):
+            return
+        self.checked = True
+        header = source.header
+        unbound = [n for n in self.graph.inputs if n not in header and n not in self.fills]
+        if unbound:
+            raise UsageError(f"no value for '{unbound[0]}': the points have no such column; "
+                             f'give it as {unbound[0]}=VALUE')
+        clash = set(self.outputs) & set(header)
+        if clash:
+            raise UsageError(f"the points already have a column '{sorted(clash)[0]}', "
+                             'which the output would repeat')
+        for name in self.bindings:
+            if name in header and name in self.graph.inputs:
+                self.warn(f"the points have a column '{name}': its cells win over {name}= "
+                          'on the command line, which fills only its empty cells')
+
+    def chunk_values(self, chunk, compute=True):
+        """(value, {name: gradient}, bad) of one chunk; its rows checked."""
+        source = chunk.source
+        if chunk.objects is not None:
+            clash = next((k for k in self.outputs if any(k in row for row in chunk.objects)), None)
+            if clash is not None:
+                i = next(i for i, row in enumerate(chunk.objects) if clash in row)
+                raise chunk.error(i, f"the row already has a key '{clash}', "
+                                     'which the output would repeat')
+        columns = chunk.columns(self.wanted(source), self.fills)
+        if not compute:
+            return None
+        return run_batch(self.graph, {**self.fills, **columns}, len(chunk), self.names)
+
+    def scan(self, source, strict):
+        """The first pass: read and check every row; compute too under --strict,
+        where a non-finite row is an error that must stop the run before output."""
+        scan = _Scan()
+        for chunk in source.chunks():
+            if chunk.objects is not None:
+                for row in chunk.objects:
+                    scan.keys.update(dict.fromkeys(row))
+            if source.kind != 'jsonl':
+                self.check(source)
+            result = self.chunk_values(chunk, compute=strict)
+            if result is not None:
+                scan.bad = merge_bad(scan.bad, result[2])
+            scan.rows += len(chunk)
+        if source.kind == 'jsonl':
+            source.header = scan.header
+            self.check(source)
+        if strict and scan.bad is not None:
+            self.report((*scan.bad, scan.rows), strict, self.warn)
+        return scan
+
+    def stream(self, source, writer, boundary, count, warn):
+        """Every chunk computed and written; returns the first non-finite node's report."""
+        bad, done = None, 0
+        with _progress(count, warn.stream) as advance:
+            for chunk in source.chunks():
+                if source.kind != 'jsonl':
+                    self.check(source)
+                value, gradient, chunk_bad = self.chunk_values(chunk)
+                bad = merge_bad(bad, chunk_bad)
+                writer.write(chunk, [value, *gradient.values()])
+                done += len(chunk)
+                advance(len(chunk))
+                if boundary is not None:
+                    boundary.check()
+            self.check(source)
+            writer.close()
+        return None if bad is None else (*bad, done)
+
+    def report(self, bad, strict, warn):
+        if bad is not None:
+            node, rows_hit, count = bad
+            numerical(f'{where(self.graph, node)} is not finite in {rows_hit} of {count} rows, '
+                      'the first node where that happens', strict, warn)
+
+
+def merge_bad(so_far, chunk_bad):
+    """The first non-finite node over chunks: the lowest node id, with the rows
+    where it is not finite summed over the chunks where it is the first."""
+    if chunk_bad is None:
+        return so_far
+    if so_far is None or chunk_bad[0] < so_far[0]:
+        return chunk_bad
+    if chunk_bad[0] == so_far[0]:
+        return (so_far[0], so_far[1] + chunk_bad[1])
+    return so_far
+
+
+# ---- input and output files ----
+
+class _Input:
+    """The points as a binary stream, from the start, as often as asked:
+    a file is opened again; standard input is sought back when it can be,
+    else copied to a temporary file while the first pass reads it."""
+
+    def __init__(self, points, stdin=None):
+        self.path = None if points == '-' else points
+        self.given = stdin
+        self.name = '<stdin>' if points == '-' else points
+        self.opened, self.spool, self.start, self.calls = [], None, None, 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        for stream in self.opened:
+            stream.close()
+
+    def open(self):
+        self.calls += 1
+        if self.path is not None:
+            try:
+                stream = open(self.path, 'rb')
+            except OSError as error:
+                raise UsageError(f'cannot read {self.name}: {error.strerror}') from None
+            self.opened.append(stream)
+            return stream
+        if self.calls == 1:
+            text = self.given if self.given is not None else sys.stdin
+            self.stdin = getattr(text, 'buffer', None)
+            if self.stdin is None:  # a text stream in place of stdin (tests, embedding)
+                import io
+                try:
+                    self.stdin = io.BytesIO(text.read().encode('utf-8', 'surrogateescape'))
+                except OSError as error:
+                    raise UsageError(f'cannot read <stdin>: {error.strerror or error}') from None
+        stdin = self.stdin
+        if self.calls == 1:
+            try:
+                self.start = stdin.tell() if stdin.seekable() else None
+            except OSError:
+                self.start = None
+            if self.start is not None:
+                return stdin
+            import tempfile
+            self.spool = tempfile.TemporaryFile(prefix='adgrad-points-')
+            self.opened.append(self.spool)
+            return _Tee(stdin, self.spool)
+        if self.start is not None:
+            stdin.seek(self.start)
+            return stdin
+        self.spool.seek(0)
+        return self.spool
+
+
+class _Tee:
+    """Standard input, copied to the spool as it is read."""
+
+    def __init__(self, stream, spool):
+        self.stream, self.spool = stream, spool
+
+    def read(self, n=-1):
+        data = self.stream.read(n)
+        self.spool.write(data)
+        return data
+
+    def read1(self, n=-1):
+        data = self.stream.read1(n) if hasattr(self.stream, 'read1') else self.stream.read(n)
+        self.spool.write(data)
+        return data
+
+
+class Target:
+    """-o FILE, all or nothing: rows go to a temporary file beside FILE,
+    renamed over it by commit(); on any error it is removed and FILE is
+    untouched. A FILE that is no regular file (a pipe, /dev/stdout) is
+    written directly."""
+
+    def __init__(self, path, binary=False):
+        self.path, self.binary, self.temp, self.file = path, binary, None, None
+
+    def __enter__(self):
+        import stat
+        import tempfile
+        try:
+            direct = not stat.S_ISREG(os.stat(self.path).st_mode)
+        except OSError:
+            direct = False
+        try:
+            if direct:
+                self.file = open(self.path, 'wb' if self.binary else 'w', encoding=None if
+                                 self.binary else 'utf-8', newline=None if self.binary else '')
+            else:
+                folder, base = os.path.split(os.path.abspath(self.path))
+                handle, self.temp = tempfile.mkstemp(prefix=f'.{base}.', suffix='.tmp', dir=folder)
+                self.file = os.fdopen(handle, 'wb' if self.binary else 'w',
+                                      **({} if self.binary else dict(encoding='utf-8', newline='')))
+        except OSError as error:
+            raise UsageError(f'cannot write {self.path}: {error.strerror or error}') from None
+        return self
+
+    def commit(self):
+        self.file.close()
+        if self.temp is not None:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(self.temp, 0o666 & ~umask)
+            os.replace(self.temp, self.path)
+            self.temp = None
+
+    def __exit__(self, *exc):
+        if not self.file.closed:
+            self.file.close()
+        if self.temp is not None:
+            try:
+                os.unlink(self.temp)
+            except OSError:
+                pass
+
+
+class _AtRowBoundaries:
+    """Ctrl-C while rows go to stdout takes effect between chunks, so the
+    output ends with a whole row; the exit code is still 130."""
+
+    def __enter__(self):
+        self.hit, self.old = False, None
+        try:
+            self.old = signal.signal(signal.SIGINT, self._interrupted)
+        except ValueError:  # not the main thread: no handler, Python's own behaviour
+            pass
+        return self
+
+    def _interrupted(self, *_):
+        self.hit = True
+
+    def check(self):
+        if self.hit:
+            raise KeyboardInterrupt
+
+    def __exit__(self, *exc):
+        if self.old is not None:
+            signal.signal(signal.SIGINT, self.old)
+        if exc[0] is None:
+            self.check()
 
 
 class _progress:
@@ -71,3 +400,4 @@ class _progress:
 def _console(stream):
     from rich.console import Console
     return Console(file=stream)
+

@@ -2,6 +2,7 @@
 and the report of the first non-finite value."""
 
 import enum
+import errno
 import re
 import sys
 
@@ -9,11 +10,13 @@ from ..errors import AdgradError, NumericalError, UsageError
 
 _FLOAT = re.compile(r'[+-]?((\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|inf|infinity|nan)', re.I)
 _BINDING = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)=(.*)', re.S)
+_STATEMENT = re.compile(r'(?<![<>=!])=(?!=)|;')   # x=y=2, x=1;2: a program, not a value
 
 
 class Exit(enum.IntEnum):
     OK = 0
     NUMERICAL = 1   # a non-finite result under --strict
+    FAILED = 1      # a check that failed
     USAGE = 2       # bad usage or bad input
     INTERNAL = 70   # a bug in adgrad (EX_SOFTWARE): not the user's input
     INTERRUPTED = 130
@@ -21,29 +24,40 @@ class Exit(enum.IntEnum):
 
 # ---- input ----
 
-def read_text(path):
+def read_text(path, stdin=None):
+    """The text of a file, or of `stdin` (default sys.stdin) for '-'. Both are read
+    as bytes and decoded here, so bad UTF-8 is reported the same way for both."""
     name = '<stdin>' if path == '-' else path
     try:
         if path == '-':
-            return sys.stdin.read().removeprefix('\ufeff')
-        with open(path, encoding='utf-8-sig') as f:  # -sig: a spreadsheet's byte-order mark
-            return f.read()
+            stream = sys.stdin if stdin is None else stdin
+            if stream is None:
+                raise OSError(errno.EBADF, 'standard input is closed')
+            data = getattr(stream, 'buffer', stream).read()
+        else:
+            with open(path, 'rb') as f:
+                data = f.read()
     except OSError as error:
-        raise UsageError(f'cannot read {name}: {error.strerror}') from None
+        raise UsageError(f'cannot read {name}: {error.strerror or error}') from None
+    if isinstance(data, str):   # a text stream without bytes underneath (tests)
+        return data.removeprefix('\ufeff')
+    skip = 3 if data.startswith(b'\xef\xbb\xbf') else 0   # a spreadsheet's byte-order mark
+    try:
+        return data[skip:].decode('utf-8')
     except UnicodeDecodeError as error:
-        raise UsageError(f'cannot read {name}: byte {error.start} is not UTF-8 text') from None
+        raise UsageError(f'cannot read {name}: byte {skip + error.start} is not UTF-8 text') from None
 
 
-def read_program(args):
+def read_program(args, stdin=None):
     """(source, bindings words) from EXPR, -f FILE, or stdin for '-'."""
     words = list(args.words)
     if args.file is not None:
-        return read_text(args.file), words
+        return read_text(args.file, stdin), words
     if not words:
         raise UsageError('give an expression, -f FILE, or - to read standard input '
                          f'(see adgrad {args.command} --help)')
     expr = words.pop(0)
-    return (read_text('-') if expr == '-' else expr), words
+    return (read_text('-', stdin) if expr == '-' else expr), words
 
 
 def parse_bindings(words):
@@ -57,6 +71,9 @@ def parse_bindings(words):
         name, text = match.groups()
         if not text.strip():
             raise UsageError(f"bad binding '{word}': no value after '='")
+        if _STATEMENT.search(text):
+            raise UsageError(f"bad binding '{word}': the value must be one expression, "
+                             'such as x=2 or x=pi/4')
         if name in CONSTANTS:
             raise UsageError(f"cannot bind the constant '{name}'")
         if name in bindings:

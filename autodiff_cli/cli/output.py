@@ -1,108 +1,205 @@
-"""Turning results into text: plain lines, JSON, or a rich table.
+"""Output: a result of eval or grad in each format, the one number formatter,
+and the one rich table builder.
 
-A result is a dict: {'value': float} plus, when asked for, 'gradient'
-({name: float}, sorted by name) and 'nodes' (a list of per-node dicts).
-Numbers print in shortest round-trip form, so float(text) == value.
+A writer per format turns a Result into text; write() puts that text on
+stdout in one piece, so a refusal (a name that would repeat a column) leaves
+stdout empty. Numbers print in shortest round-trip form: float(text) == value.
+User text reaches rich only as Text, never as markup.
 """
 
-import json
+from ..errors import UsageError
+from .context import Choice
 
-from .rows import _json_number, number, write_rows
 
-FORMATS = ('table', 'plain', 'json', 'jsonl', 'csv', 'tsv')
+class Format(Choice):
+    TABLE = 'table'     # on a terminal: rich tables
+    PLAIN = 'plain'     # tab-separated lines whose first field says what the line holds
+    JSON = 'json'
+    JSONL = 'jsonl'
+    CSV = 'csv'
+    TSV = 'tsv'
+
+
+def number(x):
+    """THE number formatter: shortest round-trip text, inf, -inf and nan included."""
+    return repr(float(x))
+
+
+def json_number(x):
+    """A float for JSON: itself, or 'inf', '-inf', 'nan' as strings."""
+    return x if x - x == 0 else number(x)   # x - x is nan exactly for inf and nan
+
+
+# ---- results ----
+
+# Records are plain slotted classes: importing dataclasses (and with it
+# inspect) would cost more start-up than the rest of the command line.
+
+class NodeRecord:
+    __slots__ = ('id', 'op', 'name', 'args', 'expr', 'block', 'value', 'grad')
+
+    def __init__(self, id, op, name, args, expr, block, value, grad):
+        self.id = id              # position on the tape
+        self.op = op
+        self.name = name          # variable, constant or binding name, or None
+        self.args = args          # ids of its inputs
+        self.expr = expr          # the source text it computes, elided past 120 characters
+        self.block = block        # block instance path, or None
+        self.value = value
+        self.grad = grad          # None where no gradient reaches: constants, what the output ignores
+
+    def __repr__(self):
+        return f'NodeRecord({", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__)})'
+
+
+class Result:
+    """One point's result: what every writer takes."""
+    __slots__ = ('value', 'inputs', 'gradients', 'nodes', 'warnings', 'title')
+
+    def __init__(self, value, inputs, gradients=None, nodes=None, warnings=(), title=''):
+        self.value = value
+        self.inputs = inputs          # variable name -> the value it had, sorted by name
+        self.gradients = gradients    # variable name -> df/dname, in the order asked; None for eval
+        self.nodes = nodes            # NodeRecords, with --nodes; else None
+        self.warnings = list(warnings)
+        self.title = title            # the output's source text, for the table
+
+    def __repr__(self):
+        return f'Result({", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__)})'
 
 
 def node_records(graph, values, grads=None, text_limit=120):
-    """One dict per node; 'grad' is None for nodes no gradient reaches
-    (constants, and what the output does not depend on), as in PyTorch."""
     from ..core.passes import receives_gradient
     shown = receives_gradient(graph) if grads is not None else None
-    records = []
-    for i, node in enumerate(graph.nodes):
-        records.append({
-            'id': i,
-            'op': node.op,
-            'name': node.name,
-            'args': list(node.args),
-            'expr': graph.text(i, text_limit),
-            'block': node.block,
-            'value': values[i],
-            'grad': grads[i] if grads is not None and shown[i] else None,
-        })
-    return records
+    return [NodeRecord(i, node.op, node.name, list(node.args), graph.text(i, text_limit),
+                       node.block, values[i],
+                       grads[i] if grads is not None and shown[i] else None)
+            for i, node in enumerate(graph.nodes)]
 
 
-def to_json(result):
-    out = {'value': _json_number(result['value'])}
-    if 'gradient' in result:
-        out['gradient'] = {k: _json_number(v) for k, v in result['gradient'].items()}
-    if 'nodes' in result:
-        out['nodes'] = [dict(r, value=_json_number(r['value']),
-                             grad=None if r['grad'] is None else _json_number(r['grad']))
-                        for r in result['nodes']]
-    return json.dumps(out, allow_nan=False, ensure_ascii=False)
+# ---- one writer per format ----
+
+def plain(result, env):
+    if result.gradients is None and result.nodes is None:
+        return number(result.value) + '\n'
+    lines = [f'value\t{number(result.value)}']
+    lines += [f'd_{name}\t{number(g)}' for name, g in (result.gradients or {}).items()]
+    for r in result.nodes or ():
+        grad = '-' if r.grad is None else number(r.grad)
+        lines.append('\t'.join(['node', str(r.id), r.op, r.name or '-', r.block or '-',
+                                number(r.value), grad, r.expr]))
+    return '\n'.join(lines) + '\n'
 
 
-def to_plain(result):
-    """Tab-separated lines whose first field says what the line holds."""
-    if 'gradient' not in result and 'nodes' not in result:
-        return number(result['value'])
-    lines = [f"value\t{number(result['value'])}"]
-    lines += [f'd_{name}\t{number(g)}' for name, g in result.get('gradient', {}).items()]
-    for r in result.get('nodes', ()):
-        grad = '-' if r['grad'] is None else number(r['grad'])
-        lines.append('\t'.join(['node', str(r['id']), r['op'], r['name'] or '-', r['block'] or '-',
-                                number(r['value']), grad, r['expr']]))
-    return '\n'.join(lines)
+def json_text(result, env):
+    import json
+    out = {'value': json_number(result.value)}
+    if result.gradients is not None:
+        out['gradient'] = {k: json_number(v) for k, v in result.gradients.items()}
+    if result.nodes is not None:
+        out['nodes'] = [{'id': r.id, 'op': r.op, 'name': r.name, 'args': r.args,
+                         'expr': r.expr, 'block': r.block, 'value': json_number(r.value),
+                         'grad': None if r.grad is None else json_number(r.grad)}
+                        for r in result.nodes]
+    return json.dumps(out, allow_nan=False, ensure_ascii=False) + '\n'
 
 
-def print_table(result, title, file):
-    # rich costs ~40 ms to import: only pay it when a terminal will see a table.
-    from rich.console import Console
-    from rich.table import Table
+_NODE_COLUMNS = ('id', 'op', 'name', 'block', 'expr', 'value', 'grad')
 
-    console = Console(file=file)
-    summary = Table(show_header=False, box=None, padding=(0, 2))
-    summary.add_column(style='bold')
-    summary.add_column(justify='right')
-    summary.add_row('f', title)
-    summary.add_row('value', number(result['value']))
-    for name, g in result.get('gradient', {}).items():
-        summary.add_row(f'∂f/∂{name}', number(g))
-    console.print(summary)
-    if 'nodes' in result:
-        table = Table(title='nodes in tape order')
-        for column in ('id', 'op', 'name', 'block', 'expression', 'value'):
-            table.add_column(column, justify='right' if column in ('id', 'value') else 'left')
-        has_grad = 'gradient' in result
+
+def _row_table(result, fmt):
+    """(header, rows) of a point as a one-row batch: its inputs, the value and
+    a d_NAME per gradient; with --nodes, one row per node instead."""
+    if result.nodes is not None:
+        return list(_NODE_COLUMNS), [[getattr(r, k) for k in _NODE_COLUMNS] for r in result.nodes]
+    outputs = ['value'] + [f'd_{name}' for name in result.gradients or ()]
+    clash = sorted(set(outputs) & set(result.inputs))
+    if clash:
+        raise UsageError(f"the variable '{clash[0]}' has the name of an output column, which "
+                         f'--format {fmt} would repeat; rename it, or use --format json or plain')
+    header = list(result.inputs) + outputs
+    return header, [[*result.inputs.values(), result.value, *(result.gradients or {}).values()]]
+
+
+def delimited(result, env, fmt):
+    import csv
+    import io
+    header, rows = _row_table(result, fmt)
+    text = io.StringIO()
+    writer = csv.writer(text, delimiter=',' if fmt == Format.CSV else '\t', lineterminator='\n')
+    writer.writerow(header)
+    writer.writerows([number(c) if isinstance(c, float) else '' if c is None else c for c in row]
+                     for row in rows)
+    return text.getvalue()
+
+
+def json_lines(result, env):
+    import json
+    header, rows = _row_table(result, Format.JSONL)
+    return ''.join(json.dumps(dict(zip(header, [json_number(c) if isinstance(c, float) else c
+                                                for c in row])),
+                              allow_nan=False, ensure_ascii=False, separators=(',', ':')) + '\n'
+                   for row in rows)
+
+
+def table_text(result, env):
+    d = env.partial
+    summary = table([('', 'left', 'bold'), ('', 'right', None)],
+                    [['f', result.title], ['value', number(result.value)]]
+                    + [[f'{d}f/{d}{name}', number(g)] for name, g in (result.gradients or {}).items()],
+                    show_header=False, box=None, padding=(0, 2))
+    shown = [summary]
+    if result.nodes is not None:
+        columns = [('id', 'right', None), ('op', 'left', None), ('name', 'left', None),
+                   ('block', 'left', None), ('expression', 'left', None), ('value', 'right', None)]
+        has_grad = result.gradients is not None
         if has_grad:
-            table.add_column('∂f/∂node', justify='right')
-        for r in result['nodes']:
-            row = [str(r['id']), r['op'], r['name'] or '', r['block'] or '', r['expr'],
-                   number(r['value'])]
-            grad = '-' if r['grad'] is None else number(r['grad'])
-            table.add_row(*row, *([grad] if has_grad else []))
-        console.print(table)
+            columns.append((f'{d}f/{d}node', 'right', None))
+        rows = [[str(r.id), r.op, r.name or '', r.block or '', r.expr, number(r.value)]
+                + (['-' if r.grad is None else number(r.grad)] if has_grad else [])
+                for r in result.nodes]
+        shown.append(table(columns, rows, title='nodes in tape order'))
+    return rich_text(shown, env.stdout, colour=env.colour)
 
 
-def write(result, fmt, file, title=''):
-    """One point's result. Row formats (csv, tsv, jsonl) give it as a
-    one-row batch: its input values, the value, and a d_NAME per gradient;
-    with --nodes, one row per node instead."""
-    if fmt == 'table':
-        print_table(result, title, file)
-    elif fmt == 'json':
-        print(to_json(result), file=file)
-    elif fmt == 'plain':
-        print(to_plain(result), file=file)
-    elif 'nodes' in result:
-        keys = ['id', 'op', 'name', 'block', 'expr', 'value', 'grad']
-        write_rows(fmt, keys, [[r[k] for k in keys] for r in result['nodes']], [], file,
-                   cells_are_text=False)
-    else:
-        header = list(result['inputs']) + ['value'] + [f'd_{n}' for n in result.get('gradient', {})]
-        row = list(result['inputs'].values()) + [result['value']]
-        write_rows(fmt, header, [row + list(result.get('gradient', {}).values())], [], file,
-                   cells_are_text=False)
+WRITERS = {
+    Format.TABLE: table_text,
+    Format.PLAIN: plain,
+    Format.JSON: json_text,
+    Format.JSONL: json_lines,
+    Format.CSV: lambda result, env: delimited(result, env, Format.CSV),
+    Format.TSV: lambda result, env: delimited(result, env, Format.TSV),
+}
 
 
+def write(result, fmt, env):
+    env.stdout.write(WRITERS[Format(fmt)](result, env))
+
+
+# ---- the one table builder ----
+
+def table(columns, rows, title=None, **options):
+    """A rich Table. `columns` are (header, justify, style); every cell and the
+    title are plain text, whatever brackets they hold: rich never reads them as markup."""
+    # rich costs ~40 ms to import: only pay it when a table is shown.
+    from rich.table import Table
+    from rich.text import Text
+    made = Table(title=None if title is None else Text(title), **options)
+    for header, justify, style in columns:
+        made.add_column(Text(header), justify=justify, style=style)
+    for row in rows:
+        made.add_row(*[Text(cell) for cell in row])
+    return made
+
+
+def rich_text(renderables, stream, colour=False, width=None):
+    """What rich would show on `stream` (its width, its encoding's box characters,
+    colour if asked), as text. The caller writes it, so a closed pipe or a full
+    disk fails in the caller's write, not inside rich."""
+    from rich.console import Console
+    console = Console(file=stream, width=width, force_terminal=colour or None,
+                      no_color=not colour, highlight=False, markup=False, emoji=False)
+    with console.capture() as captured:
+        for renderable in renderables:
+            console.print(renderable)
+    return captured.get()

@@ -1,155 +1,564 @@
-"""Reading a batch of points: CSV (or TSV) with a header, or JSON Lines.
+"""Reading a batch of points, streamed in bounded chunks: CSV (or TSV) with a
+header, JSON Lines, or Parquet.
 
-The whole file is read and checked before anything is computed or written,
-so a bad row stops the run with nothing on stdout. A clean CSV file takes a
-fast path (NumPy's C reader on the variable columns, and its lines echoed
-as they are); any irregularity falls back to the csv module, row by row,
-which finds the line to blame.
+A source yields `Chunk`s of at most CHUNK_ROWS rows, read from a few MiB of
+input at a time, so memory stays bounded whatever the number of rows. A
+CSV chunk keeps its rows' original text (echoed as it was when the output
+is the same format) and turns only the variables' columns into numbers:
+with pyarrow's C reader when it is installed and the chunk is plain (no
+quotes, no blank lines), else with float() per cell. Any irregularity falls
+back to the csv module and per-cell checks, which name the line to blame.
+
+Rows are split only at CR, LF or CRLF, quoted fields may hold line breaks,
+and a field may be of any length.
 """
 
+import codecs
 import csv
+import io
+import itertools
 import json
 import math
-import operator
 import re
+import sys
 
 from ..errors import AdgradError
+
+CHUNK_ROWS = 65536
+_READ_BYTES = 1 << 22
 
 # A key that a JSON object lacks: empty in CSV, left out again in JSON Lines.
 ABSENT = type('Absent', (), {'__repr__': lambda self: 'ABSENT'})()
 
 _NON_FINITE = {'inf': math.inf, '-inf': -math.inf, 'nan': math.nan}
+_SURROGATE = re.compile(r'\\u[dD][89a-fA-F]')
 
 
-_BLANK_LINE = re.compile(r'\n[ \t\f\v\r]*\n')
+def _pyarrow_csv():
+    try:
+        import pyarrow.csv
+    except ImportError:
+        return None
+    return pyarrow.csv
 
 
-class Points:
-    def __init__(self, name, kind, header, lines=None, numbers=None, objects=None):
-        self.name = name          # for messages: the path, or <stdin>
-        self.kind = kind          # 'csv', 'tsv' or 'jsonl'
-        self.header = header      # column names
-        self.lines = lines        # CSV/TSV: the data lines as they were (blank lines dropped)
-        self._numbers = numbers   # each row's line number in the file, or None: row i is line i + 2
+class Chunk:
+    """Consecutive rows of a source: a few MiB of input, or CHUNK_ROWS rows."""
+
+    def __init__(self, source, numbers, block=None, lines=None, rows=None, objects=None,
+                 table=None):
+        self.source = source
+        self.numbers = numbers    # each row's line number (CSV, JSON Lines) or row number (Parquet)
+        self.block = block        # CSV/TSV with no quotes: the rows' bytes, each line ending in LF
+        self._lines = lines       # CSV/TSV: each row's bytes as they were, without its line break
+        self._rows = rows         # CSV/TSV: the rows' fields, when already split
         self.objects = objects    # JSON Lines: one dict per row
-        self._rows = None
-
-    @property
-    def numbers(self):
-        return self._numbers or range(2, len(self) + 2)
-
-    @property
-    def delimiter(self):
-        return '\t' if self.kind == 'tsv' else ','
+        self.table = table        # Parquet: a pyarrow RecordBatch
 
     def __len__(self):
-        return len(self.objects if self.kind == 'jsonl' else self.lines)
+        return len(self.numbers)
+
+    def error(self, i, message):
+        return self.source.error(self.numbers[i], message)
+
+    maybe_blank = False
+    _widths_checked = False
+
+    def drop_blank(self):
+        """Leave out blank lines (only white space): they hold no row."""
+        if not self.maybe_blank:
+            return
+        self.maybe_blank = False
+        lines = self.block.split(b'\n')[:-1]
+        if any(map(_blank, lines)):
+            kept = [(n, x) for n, x in zip(self.numbers, lines) if not _blank(x)]
+            self.numbers = [n for n, _ in kept]
+            self.block = b''.join(x + b'\n' for _, x in kept)
+
+    @property
+    def lines(self):
+        self.drop_blank()
+        if self._lines is None and self.block is not None:
+            self._lines = self.block.split(b'\n')
+            self._lines.pop()
+        return self._lines
 
     def rows(self):
         """Each row as a list of cells, one per header column."""
-        if self.kind == 'jsonl':
-            return [[row.get(k, ABSENT) for k in self.header] for row in self.objects]
+        if self.objects is not None:
+            header = self.source.header
+            return [[row.get(k, ABSENT) for k in header] for row in self.objects]
+        if self.table is not None:
+            return [list(r.values()) for r in self.table.to_pylist()]
         if self._rows is None:
-            self._rows = list(csv.reader(self.lines, delimiter=self.delimiter))
-            width = len(self.header)
-            for row, number in zip(self._rows, self.numbers):
+            self.drop_blank()
+            d = self.source.delimiter
+            self._rows = [line.split(d) for line in self.block.decode().split('\n')[:-1]]
+        if not self._widths_checked:
+            width = len(self.source.header)
+            for i, row in enumerate(self._rows):
                 if len(row) != width:
-                    raise self.error(number, f'{len(row)} fields where the header has {width}')
+                    raise self.error(i, f'{len(row)} fields where the header has {width}')
+            self._widths_checked = True
         return self._rows
 
-    def error(self, line, message):
-        return AdgradError(f'{self.name}: line {line}: {message}')
+    def columns(self, wanted, fills):
+        """{variable: float64 array} for the variables in `wanted`.
 
-
-def read_points(text, name):
-    lines = text.splitlines()
-    if name.endswith(('.jsonl', '.ndjson', '.json')) or text.lstrip().startswith('{'):
-        return _read_jsonl(lines, name)
-    first = lines[0] if lines else ''
-    kind = 'tsv' if name.endswith('.tsv') or ('\t' in first and ',' not in first) else 'csv'
-    header = next(csv.reader(lines[:1], delimiter='\t' if kind == 'tsv' else ','), None)
-    if not header:
-        raise AdgradError(f'{name}: empty: the first line must name the columns')
-    header = [c.strip() for c in header]
-    twice = [c for i, c in enumerate(header) if c in header[:i]]
-    if twice:
-        raise AdgradError(f"{name}: line 1: the column '{twice[0]}' appears twice")
-    if not _BLANK_LINE.search(text) and lines[-1].strip():
-        return Points(name, kind, header, lines[1:])  # the common case: no loop in Python
-    numbered = [(n, line) for n, line in enumerate(lines[1:], 2) if line.strip()]
-    return Points(name, kind, header, [line for _, line in numbered], [n for n, _ in numbered])
-
-
-def _read_jsonl(lines, name):
-    objects = []
-    for number, line in enumerate(lines, 1):
-        if line.strip():
-            try:
-                row = json.loads(line)
-            except ValueError as error:
-                raise AdgradError(f'{name}: line {number}: not JSON ({error.msg})') from None
-            if not isinstance(row, dict):
-                raise AdgradError(f'{name}: line {number}: expected a JSON object')
-            objects.append(row)
-    header = list(dict.fromkeys(key for row in objects for key in row))
-    return Points(name, 'jsonl', header, objects=objects,
-                  numbers=[n for n, line in enumerate(lines, 1) if line.strip()])
-
-
-def columns(points, names, fills):
-    """{variable: float64 array} for the variables the points provide.
-
-    A variable missing from the header (or from every JSON object) is left
-    out: the caller fills it from bindings and defaults. A cell left empty
-    (or a key a JSON object lacks) takes its value from `fills` too, and
-    without one it is an error naming its line.
-    """
-    wanted = [n for n in names if n in points.header]
-    if points.kind != 'jsonl' and wanted:
-        fast = _fast_columns(points, wanted)
+        A cell left empty (a key a JSON object lacks, a Parquet null) takes
+        its value from `fills`, and without one it is an error naming its line.
+        """
+        import numpy as np
+        if not wanted:
+            if self.block is not None or self._rows is not None:
+                self.rows()  # still check every row's width
+            return {}
+        fast = self.source.fast_columns(self, wanted, fills)
         if fast is not None:
+            self.maybe_blank = False  # every line had all its fields
             return fast
-    rows = points.rows()
-    out = {}
-    for variable in wanted:
-        index = points.header.index(variable)
-        out[variable] = [_number(row[index], variable, fills, points, number)
-                         for row, number in zip(rows, points.numbers)]
-    import numpy as np
-    return {k: np.array(v, dtype=np.float64) for k, v in out.items()}
+        out = {}
+        for variable in wanted:
+            cells = self.cells(variable)
+            try:
+                out[variable] = self.source.quick(cells)
+            except (TypeError, ValueError, OverflowError):
+                out[variable] = np.array([self.source.number(c, variable, fills, self, i)
+                                          for i, c in enumerate(cells)], dtype=np.float64)
+        return out
+
+    def cells(self, variable):
+        """One column's cells; a key a JSON object lacks is ABSENT."""
+        if self.objects is not None:
+            return [row.get(variable, ABSENT) for row in self.objects]
+        index = self.source.header.index(variable)
+        if self.table is not None:
+            return self.table.column(index).to_pylist()
+        return [row[index] for row in self.rows()]
 
 
-def _fast_columns(points, wanted):
-    """NumPy's C reader, when the file is plain: no quotes, every row as wide as the header."""
-    import numpy as np
-    counts = set(map(operator.methodcaller('count', points.delimiter), points.lines))
-    if counts != {len(points.header) - 1} or any('"' in line for line in points.lines):
-        return None
-    indices = [points.header.index(v) for v in wanted]
-    try:
-        table = np.loadtxt(points.lines, delimiter=points.delimiter, usecols=indices,
-                           dtype=np.float64, ndmin=2, comments=None)
-    except ValueError:
-        return None
-    return {v: np.ascontiguousarray(table[:, i]) for i, v in enumerate(wanted)}
+class Source:
+    """A points file's kind, header and chunks; `name` is for messages."""
 
+    unit = 'line'
 
-def _number(cell, variable, fills, points, line):
-    if isinstance(cell, (int, float)) and not isinstance(cell, bool):
-        try:
-            return float(cell)
-        except OverflowError:  # a JSON integer past float64's range
-            raise points.error(line, f"'{variable}' is {cell}, too large for a float64") from None
-    if cell is None or cell is ABSENT or (isinstance(cell, str) and cell.strip() == ''):
-        if variable in fills:
-            return fills[variable]
-        raise points.error(line, f"no value for '{variable}'")
-    if isinstance(cell, str):
-        if points.kind == 'jsonl' and cell in _NON_FINITE:
-            return _NON_FINITE[cell]  # as adgrad's own JSON writes them
-        if points.kind != 'jsonl':
+    def __init__(self, name, kind, header):
+        self.name, self.kind, self.header = name, kind, header
+        self.delimiter = '\t' if kind == 'tsv' else ','
+
+    def error(self, number, message):
+        return AdgradError(f'{self.name}: {self.unit} {number}: {message}')
+
+    def fast_columns(self, chunk, wanted, fills):
+        return None if chunk.table is None else _table_columns(self, chunk, wanted, fills)
+
+    def quick(self, cells):
+        """Text cells as numbers, raising on anything but a number (float()'s rules)."""
+        import numpy as np
+        return np.fromiter(map(float, cells), np.float64, len(cells))
+
+    def number(self, cell, variable, fills, chunk, i):
+        if cell is None or cell is ABSENT or (isinstance(cell, str) and cell.strip() == ''):
+            if variable in fills:
+                return fills[variable]
+            raise chunk.error(i, f"no value for '{variable}'")
+        if isinstance(cell, str):
             try:
                 return float(cell)
             except ValueError:
                 pass
-    raise points.error(line, f"'{variable}' is {cell!r}, not a number")
+        raise chunk.error(i, f"'{variable}' is {cell!r}, not a number")
+
+
+def check_header(name, header):
+    header = [str(c).strip() for c in header]
+    if not header or header == ['']:
+        raise AdgradError(f'{name}: empty: the first line must name the columns')
+    twice = [c for i, c in enumerate(header) if c in header[:i]]
+    if twice:
+        raise AdgradError(f"{name}: line 1: the column '{twice[0]}' appears twice")
+    return header
+
+
+# ---- text: blocks of whole lines ----
+
+class _Blocks:
+    """A binary stream as blocks of bytes that end at a line break (CR, LF
+    or CRLF; only LF for JSON Lines), checked to be UTF-8."""
+
+    def __init__(self, stream, name, breaks=b'\n\r'):
+        self.stream, self.name, self.breaks = stream, name, breaks
+        self.offset = 0       # bytes before the carry, for a decoding error's position
+        self.eof = False
+
+    def __iter__(self):
+        carry, first = b'', True
+        while not self.eof:
+            try:
+                data = self.stream.read(_READ_BYTES)
+            except OSError as error:
+                raise AdgradError(f'cannot read {self.name}: {error.strerror or error}') from None
+            if first and data.startswith(codecs.BOM_UTF8):  # a spreadsheet's byte-order mark
+                data, self.offset = data[3:], 3
+            first = False
+            self.eof = not data
+            buffer = carry + data
+            if self.eof:
+                carry, cut = b'', len(buffer)
+            else:
+                cut = buffer.rfind(b'\n') + 1
+                if not cut and b'\r' in self.breaks:
+                    cut = buffer.rfind(b'\r', 0, len(buffer) - 1) + 1  # a CR whose LF may follow
+                carry = buffer[cut:]
+            if cut:
+                yield self._checked(buffer[:cut])
+            self.offset += cut
+
+    def _checked(self, block):
+        if not block.isascii():
+            try:
+                block.decode()
+            except UnicodeDecodeError as error:
+                raise AdgradError(f'cannot read {self.name}: byte {self.offset + error.start} '
+                                  'is not UTF-8 text') from None
+        return block
+
+
+class _MoreNeeded(Exception):
+    """A quoted field runs past the end of the text read so far."""
+
+
+_SPACE = b' \t\f\v'
+
+
+def _maybe_blank(block):
+    """Whether a block (LF line breaks, ending in LF) may hold a blank line:
+    a few substring searches, in C, instead of a look at every line."""
+    return (b'\n\n' in block or block[:1] in (b'\n', b' ', b'\t', b'\f', b'\v')
+            or any(b'\n' + bytes([c]) in block for c in _SPACE))
+
+
+def _blank(line):
+    return not line.strip(_SPACE + b'\r\n')
+
+
+class CsvSource(Source):
+    def __init__(self, name, kind, stream):
+        self.delimiter = '\t' if kind == 'tsv' else ','
+        self.blocks = _Blocks(stream, name)
+        self.pending, self.line = b'', 1
+        self.records = self._records()
+        first = next(self.records, None)
+        if first is None:
+            raise AdgradError(f'{name}: empty: the first line must name the columns')
+        fields, raw, line = first
+        if fields is None:  # a plain block: its first line is the header
+            head, _, rest = raw.partition(b'\n')
+            fields = next(csv.reader([head.decode()], delimiter=self.delimiter), [''])
+            if rest:
+                self.records = itertools.chain([(None, rest, line + 1)], self.records)
+        super().__init__(name, kind, check_header(name, fields))
+        self._arrow = _pyarrow_csv()
+
+    def _records(self):
+        """(fields, raw bytes, line number) per record, honouring quotes; or
+        (None, block, first line number) for a block without quotes, whose
+        lines are its records, with line breaks made LF."""
+        for block in self.blocks:
+            block = self.pending + block
+            self.pending = b''
+            if b'"' in block:
+                yield from self._quoted(block, final=self.blocks.eof)
+                continue
+            if b'\r' in block:
+                block = block.replace(b'\r\n', b'\n').replace(b'\r', b'\n')
+            if not block.endswith(b'\n'):
+                block += b'\n'
+            line = self.line
+            self.line += block.count(b'\n')
+            yield None, block, line
+        if self.pending:
+            block, self.pending = self.pending, b''
+            yield from self._quoted(block, final=True)
+
+    def _quoted(self, block, final):
+        consumed = []
+
+        def feed():
+            for physical in io.StringIO(block.decode(), newline=''):
+                consumed.append(physical)
+                yield physical
+            if not final:
+                raise _MoreNeeded
+
+        reader = csv.reader(feed(), delimiter=self.delimiter)
+        try:
+            for fields in reader:
+                raw = ''.join(consumed)
+                line, count = self.line, len(consumed)
+                consumed.clear()
+                self.line += count
+                raw = raw[:-2] if raw.endswith('\r\n') else \
+                    raw[:-1] if raw.endswith(('\r', '\n')) else raw
+                yield fields, raw.encode(), line
+        except _MoreNeeded:
+            self.pending = ''.join(consumed).encode()
+        except csv.Error as error:
+            raise self.error(self.line, f'not CSV ({error})') from None
+
+    def chunks(self):
+        """Chunks of rows; blank lines are skipped."""
+        lines, numbers, rows = [], [], []
+        for fields, raw, line in self.records:
+            if fields is None:  # a block without quotes
+                if rows:
+                    yield Chunk(self, numbers, lines=lines, rows=rows)
+                    lines, numbers, rows = [], [], []
+                yield self._plain(raw, line)
+                continue
+            if _blank(raw):
+                continue
+            lines.append(raw)
+            numbers.append(line)
+            rows.append(fields)
+            if len(lines) == CHUNK_ROWS:
+                yield Chunk(self, numbers, lines=lines, rows=rows)
+                lines, numbers, rows = [], [], []
+        if lines:
+            yield Chunk(self, numbers, lines=lines, rows=rows)
+
+    def _plain(self, block, first):
+        chunk = Chunk(self, range(first, first + block.count(b'\n')), block=block)
+        # With two or more columns a blank line has too few fields: pyarrow
+        # refuses the block, and the slow path drops it (see Chunk.rows).
+        chunk.maybe_blank = len(self.header) > 1 or _maybe_blank(block)
+        return chunk
+
+    def fast_columns(self, chunk, wanted, fills):
+        """pyarrow's C reader over a block without quotes; None when it cannot
+        say exactly (the slow path then names the row to blame)."""
+        if self._arrow is None or chunk.block is None or not len(chunk):
+            return None
+        if len(self.header) == 1:
+            chunk.drop_blank()  # a blank line would read as an empty cell
+        import numpy as np
+        import pyarrow as pa
+        arrow = self._arrow
+        names = [f'c{i}' for i in range(len(self.header))]
+        picked = {v: names[self.header.index(v)] for v in wanted}
+        try:
+            table = arrow.read_csv(
+                pa.py_buffer(chunk.block),
+                read_options=arrow.ReadOptions(column_names=names, block_size=1 << 23),
+                parse_options=arrow.ParseOptions(delimiter=self.delimiter, quote_char=False,
+                                                 double_quote=False, escape_char=False,
+                                                 newlines_in_values=False,
+                                                 ignore_empty_lines=False),
+                convert_options=arrow.ConvertOptions(
+                    include_columns=list(picked.values()),
+                    column_types={c: pa.float64() for c in picked.values()},
+                    null_values=[''], strings_can_be_null=False,
+                    quoted_strings_can_be_null=False))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return None
+        if table.num_rows != len(chunk):
+            return None
+        out = {}
+        for variable, column in picked.items():
+            data = table.column(column)
+            if data.null_count:
+                if variable not in fills:
+                    return None
+                data = data.fill_null(fills[variable])
+            # Straight from Arrow's buffers: to_numpy() would import pandas (~0.5 s).
+            out[variable] = np.concatenate([
+                np.frombuffer(part.buffers()[1], np.float64, len(part), part.offset * 8)
+                for part in data.chunks]) if data.num_chunks != 1 else \
+                np.frombuffer(data.chunks[0].buffers()[1], np.float64, len(data),
+                              data.chunks[0].offset * 8)
+        return out
+
+
+# ---- JSON Lines ----
+
+class JsonlSource(Source):
+    def __init__(self, name, stream, header=None):
+        super().__init__(name, 'jsonl', header or [])
+        self.blocks = _Blocks(stream, name, breaks=b'\n')
+
+    def chunks(self):
+        import orjson
+        objects, numbers, line = [], [], 1
+        for block in self.blocks:
+            for text in block.decode().split('\n'):
+                number, line = line, line + 1
+                if text.strip():
+                    objects.append(self._object(text, number, orjson))
+                    numbers.append(number)
+                    if len(objects) == CHUNK_ROWS:
+                        yield Chunk(self, numbers, objects=objects)
+                        objects, numbers = [], []
+            line -= 1  # the block ended with a line break: no line after it yet
+        if objects:
+            yield Chunk(self, numbers, objects=objects)
+
+    def _object(self, text, number, orjson):
+        try:
+            row = orjson.loads(text)  # the common case, in C
+        except orjson.JSONDecodeError:
+            row = self._slow(text, number)
+        if not isinstance(row, dict):
+            raise self.error(number, 'expected a JSON object')
+        if '\\u' in text and _SURROGATE.search(text):
+            try:
+                json.dumps(row, ensure_ascii=False).encode('utf-8')
+            except UnicodeEncodeError:
+                raise self.error(number, 'not JSON text (a lone surrogate \\ud800-\\udfff '
+                                         'is no character)') from None
+        return row
+
+    def _slow(self, text, number):
+        """The standard library's reading, for what orjson refuses (integers past
+        64 bits), with every failure as one line naming the line."""
+        def no_constant(name):
+            raise ValueError(f'{name} is not JSON: write the string "{name.lower()[:3]}"'
+                             if name != '-Infinity' else
+                             '-Infinity is not JSON: write the string "-inf"')
+        try:
+            return json.loads(text, parse_constant=no_constant)
+        except json.JSONDecodeError as error:
+            raise self.error(number, f'not JSON ({error.msg})') from None
+        except RecursionError:
+            raise self.error(number, 'not JSON that adgrad reads (nested too deeply)') from None
+        except ValueError as error:  # an integer of over 4,300 digits, or NaN/Infinity
+            message = 'an integer of too many digits' if 'digits' in str(error) else str(error)
+            raise self.error(number, f'not JSON that adgrad reads ({message})') from None
+
+    def quick(self, cells):
+        """JSON numbers (not true or false, nor text) as float64, else a TypeError."""
+        import numpy as np
+        if not all(type(c) is float or type(c) is int for c in cells):
+            raise TypeError
+        return np.array(cells, dtype=np.float64)
+
+    def number(self, cell, variable, fills, chunk, i):
+        if isinstance(cell, (int, float)) and not isinstance(cell, bool):
+            try:
+                return float(cell)
+            except OverflowError:  # a JSON integer past float64's range
+                raise chunk.error(i, f"'{variable}' is {_digits(cell)}, too large for a "
+                                     'float64') from None
+        if isinstance(cell, str) and cell in _NON_FINITE:
+            return _NON_FINITE[cell]  # as adgrad's own JSON writes them
+        if cell is None or cell is ABSENT:
+            return super().number(cell, variable, fills, chunk, i)
+        shown = _shorten(json.dumps(cell, ensure_ascii=False))
+        raise chunk.error(i, f"'{variable}' is {shown}, not a number")
+
+
+def _digits(n):
+    text = str(n) if n.bit_length() < 10000 else f'an integer of about {int(n.bit_length() * 0.30103)} digits'
+    return _shorten(text)
+
+
+def _shorten(text, limit=60):
+    return text if len(text) <= limit else text[:limit - 1] + '…'
+
+
+# ---- Parquet ----
+
+class ParquetSource(Source):
+    unit = 'row'
+
+    def __init__(self, name, path):
+        try:
+            import pyarrow.parquet as pq
+        except ImportError:
+            raise AdgradError(f"{name}: reading Parquet needs pyarrow: pip install "
+                              "'adgrad[parquet]'") from None
+        try:
+            self.file = pq.ParquetFile(path)
+        except Exception as error:  # pyarrow's errors: not a Parquet file, truncated...
+            raise AdgradError(f'cannot read {name}: {_first_line(error)}') from None
+        super().__init__(name, 'parquet', check_header(name, self.file.schema_arrow.names))
+
+    def chunks(self):
+        row = 1
+        try:
+            for batch in self.file.iter_batches(batch_size=CHUNK_ROWS):
+                yield Chunk(self, range(row, row + batch.num_rows), table=batch)
+                row += batch.num_rows
+        except OSError as error:
+            raise AdgradError(f'cannot read {self.name}: {_first_line(error)}') from None
+
+
+def _table_columns(source, chunk, wanted, fills):
+    """Columns of a pyarrow batch (Parquet, or a Dask partition): numbers cast
+    to float64, text read by Arrow's own parser; None when a cell needs a
+    closer look (the per-cell path then names it)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    out = {}
+    for variable in wanted:
+        data = chunk.table.column(source.header.index(variable))
+        kind = data.type
+        if not (pa.types.is_floating(kind) or pa.types.is_integer(kind)
+                or pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+            return None
+        try:
+            data = pc.cast(data, pa.float64(), safe=False)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return None
+        if data.null_count:
+            if variable not in fills:
+                return None
+            data = data.fill_null(fills[variable])
+        out[variable] = np.frombuffer(data.buffers()[1], np.float64, len(data), data.offset * 8)
+    return out
+
+
+def _first_line(error):
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
+
+
+# ---- opening ----
+
+def open_points(stream, name, path=None):
+    """A Source over a binary stream (or a Parquet file at `path`): the kind
+    is told by the name's ending, else by the first character ('{' for
+    JSON Lines) or the header (a tab and no comma for TSV)."""
+    csv.field_size_limit(sys.maxsize if sys.maxsize < 2 ** 63 else 2 ** 63 - 1)
+    if name.endswith(('.parquet', '.pq')):
+        return ParquetSource(name, path)
+    if name.endswith(('.jsonl', '.ndjson', '.json')):
+        return JsonlSource(name, stream)
+    head, stream = _head(stream)
+    if head.lstrip(b'\xef\xbb\xbf \t\r\n').startswith(b'{'):
+        return JsonlSource(name, stream)
+    first = re.split(rb'\r\n|\r|\n', head, maxsplit=1)[0]
+    kind = 'tsv' if name.endswith('.tsv') or (b'\t' in first and b',' not in first) else 'csv'
+    return CsvSource(name, kind, stream)
+
+
+def _head(stream):
+    """The first bytes, up to a line break, and a stream that reads them again."""
+    read = getattr(stream, 'read1', stream.read)
+    head = b''
+    while not (b'\n' in head or b'\r' in head) and len(head) < 1 << 20:
+        more = read(65536)
+        if not more:
+            break
+        head += more
+    return head, _Prefixed(head, stream)
+
+
+class _Prefixed:
+    def __init__(self, head, stream):
+        self.head, self.stream = head, stream
+
+    def read(self, n):
+        if self.head:
+            head, self.head = self.head, b''
+            return head
+        return self.stream.read(n)

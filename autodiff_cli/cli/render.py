@@ -7,6 +7,7 @@ written to a temporary name beside it and renamed into place, so a failed
 render leaves no partial file and never damages an existing one.
 """
 
+import argparse
 import io
 import os
 import re
@@ -15,9 +16,9 @@ import stat
 from ..errors import AdgradError, UsageError
 from .common import Exit, input_values, parse_bindings, read_program, report_nonfinite
 
-FORMATS = ('svg', 'png', 'pdf', 'dot', 'text')
+FORMATS = ('svg', 'png', 'pdf', 'dot', 'text', 'html')
 EXTENSIONS = {'.svg': 'svg', '.png': 'png', '.pdf': 'pdf', '.dot': 'dot', '.gv': 'dot',
-              '.txt': 'text'}
+              '.txt': 'text', '.html': 'html', '.htm': 'html'}
 LAYOUT_FORMATS = ('svg', 'png', 'pdf')   # the ones that run dot
 # dot takes ~0.1 s at 1,000 nodes, ~0.5 s at 3,000 and 4-7 s at 10,000; past
 # a couple of thousand nodes a picture is unreadable anyway.
@@ -32,7 +33,7 @@ MAX_STEP_NODES = 60
 # scaled up with a raised --max-nodes.
 DOT_SECONDS = 60
 PNG_DPI = '144'
-FRAME_FILE = re.compile(r'step-\d{3,}\.svg')
+FRAME_FILE = re.compile(r'step-\d{3,}\.(svg|png|pdf)')
 
 INSTALL_GRAPHVIZ = ("Graphviz's dot program was not found: install Graphviz "
                     '(apt install graphviz, brew install graphviz, or conda install graphviz), '
@@ -41,10 +42,68 @@ INSTALL_GRAPHVIZ = ("Graphviz's dot program was not found: install Graphviz "
 
 # ---- what to draw ----
 
+def add_picture_options(parser):
+    """The options for what a picture shows and how it is dressed (render_command
+    declares the rest)."""
+    parser.add_argument('--collapse', choices=('blocks',), default=None,
+                        help='draw each call of a block as one node, y = h(x), with its '
+                             'value, gradient and local derivatives')
+    parser.add_argument('--color', choices=('plain', 'magnitude'), default='plain',
+                        help='magnitude: colour nodes and edges by log10 |gradient|; '
+                             'vanishing, exploding, inf/nan and blocked gradients stand out')
+    parser.add_argument('--products', action='store_true',
+                        help='label each gradient edge with its chain-rule product, 4 · 3 = 12')
+    parser.add_argument('--step', type=_whole, metavar='N', default=None,
+                        help='write step N of the pass alone, one frame, to -o (for a slide)')
+    parser.add_argument('--forward-steps', action='store_true',
+                        help='--steps and --step tell the forward pass, one value at a time')
+    parser.add_argument('--no-legend', dest='legend', action='store_false',
+                        help='leave out the legend')
+    parser.add_argument('--font-scale', type=_scale, metavar='X', default=1.0,
+                        help='multiply every font size by X (default 1: 12 pt)')
+    parser.add_argument('--size', type=_inches, metavar='W,H', default=None,
+                        help='shrink the picture to fit W x H inches, as Graphviz does')
+    parser.set_defaults(legend=True)
+
+
+def _whole(text):
+    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= 10_000_000:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a step number (1, 2, ...)")
+    return int(text)
+
+
+def _scale(text):
+    try:
+        value = float(text)
+    except ValueError:
+        value = float('nan')
+    if not 0.25 <= value <= 8:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a font scale from 0.25 to 8")
+    return value
+
+
+def _inches(text):
+    parts = text.split(',')
+    try:
+        numbers = [float(p) for p in parts]
+    except ValueError:
+        numbers = []
+    if len(numbers) != 2 or not all(0.5 <= n <= 1000 for n in numbers):
+        raise argparse.ArgumentTypeError(
+            f"'{text}' is not a size: give W,H in inches, such as 13.3,7.5")
+    return f'{numbers[0]:g},{numbers[1]:g}'
+
+
+def _look(args):
+    from ..pictures.style import Look
+    return Look(color=getattr(args, 'color', 'plain'), legend=getattr(args, 'legend', True),
+                font_scale=getattr(args, 'font_scale', 1.0), size=getattr(args, 'size', None),
+                products=getattr(args, 'products', False))
+
+
 def run_render(args, out, warn):
     from ..core.passes import backward, forward
     from ..language.lower import lower
-    from ..pictures.render import LARGE, render
 
     fmt, path = _destination(args, out)
     source, words = read_program(args)
@@ -52,10 +111,22 @@ def run_render(args, out, warn):
     values_in = input_values(graph, parse_bindings(words), warn)
     missing = [name for name in graph.inputs if name not in values_in]
     mode = args.mode
-    if args.steps is not None and mode == 'forward':
-        raise UsageError('--steps draws the backward pass; leave out --pass forward')
+    stepping = args.steps is not None or getattr(args, 'step', None) is not None
+    forward_steps = getattr(args, 'forward_steps', False)
+    collapse = getattr(args, 'collapse', None)
+    if forward_steps and not stepping:
+        raise UsageError('--forward-steps needs --steps DIR or --step N')
+    if stepping and mode == 'forward' and not forward_steps:
+        raise UsageError('--steps and --step draw the backward pass; for the forward pass '
+                         'give --forward-steps instead of --pass forward')
+    if stepping and collapse:
+        raise UsageError('--collapse draws a whole call as one node, and the steps go node by '
+                         'node inside it: use one or the other')
+    if fmt == 'html' and (stepping or collapse):
+        raise UsageError('--format html is the interactive page: it takes neither --steps, '
+                         '--step nor --collapse')
     if mode is None:
-        mode = 'structure' if missing and args.steps is None else 'backward'
+        mode = 'structure' if missing and not stepping and fmt != 'html' else 'backward'
         if mode == 'structure' and len(missing) < len(graph.inputs):
             warn(f"no value for '{missing[0]}': drawing the structure only "
                  f'(give every variable a value to see values and gradients)')
@@ -65,28 +136,33 @@ def run_render(args, out, warn):
         report_nonfinite(graph, values, False, warn)   # drawn as is; worth a word
         if mode == 'backward':
             grads = backward(graph, values)
+    look = _look(args)
 
     # Lay out and render everything in memory first; write only at the end.
     outputs = []
+    frame_format = fmt if args.steps is not None and fmt in LAYOUT_FORMATS and (
+        path is None or args.format_given) else 'svg'
     if path is not None:
         if fmt == 'text':
             _check_size(graph, args.max_nodes or MAX_NODES, '--format text', spread=None)
             data = _text(graph, values, grads, mode, path == '-' and out.isatty())
+        elif fmt == 'html':
+            from ..pictures.page import interactive_page
+            _check_size(graph, args.max_nodes or MAX_NODES, '--format html')
+            data = interactive_page(graph, values_in, look=look, rankdir=args.rankdir,
+                                    layout=lambda digraph: _layout(digraph, 'svg',
+                                                                   args.max_nodes))
+        elif getattr(args, 'step', None) is not None:
+            _check_size(graph, args.max_nodes or MAX_NODES, '--step')
+            data = _one_step(graph, values, grads, args, look, fmt, warn)
         else:
-            size = 0
-            if fmt in LAYOUT_FORMATS:
-                size = _check_size(graph, args.max_nodes or MAX_NODES, f'--format {fmt}')
-            picture = render(graph, values, grads, mode=mode, rankdir=args.rankdir)
-            if fmt == 'png' and size <= LARGE:
-                # Crisp on slides and high-density screens; a large graph's
-                # bitmap is big enough already (cairo shrinks it past 32k px).
-                picture.digraph.attr(dpi=PNG_DPI)
-            data = _layout(picture.digraph, fmt, args.max_nodes)
+            data = _picture(graph, values, grads, mode, args, look, fmt, collapse, warn)
         outputs.append((path, data))
-    frames = []
+    frames = {}
     if args.steps is not None:
         _check_size(graph, args.max_nodes or MAX_STEP_NODES, '--steps')
-        frames = _step_files(graph, values, grads, args.rankdir, args.max_nodes)
+        frames = _step_files(graph, values, grads, args, look, frame_format)
+    check_targets(path, args.steps, list(frames))
     for target, data in outputs:
         if target == '-':
             _to_stdout(data, out)
@@ -95,6 +171,63 @@ def run_render(args, out, warn):
     if frames:
         write_folder(args.steps, frames)
     return Exit.OK
+
+
+def _picture(graph, values, grads, mode, args, look, fmt, collapse, warn):
+    """The bytes of the whole picture in `fmt`, refused if no viewer could show it."""
+    from ..pictures.render import LARGE, render
+    size = 0
+    if fmt in LAYOUT_FORMATS:
+        size = _check_size(graph, args.max_nodes or MAX_NODES, f'--format {fmt}')
+    picture = render(graph, values, grads, mode=mode, rankdir=args.rankdir,
+                     collapse=collapse, look=look)
+    if fmt == 'png' and size <= LARGE:
+        # Crisp on slides and high-density screens; a large graph's
+        # bitmap is big enough already.
+        picture.digraph.attr(dpi=PNG_DPI)
+    data = _layout(picture.digraph, fmt, args.max_nodes)
+    _check_viewable(data, fmt, size <= LARGE, has_blocks=any(n.block for n in graph.nodes)
+                    and not collapse, warn=warn)
+    return data
+
+
+def _check_viewable(data, fmt, crisp=True, has_blocks=False, warn=None):
+    """Refuse a picture no viewer can show; say how to make a too-wide one fit a slide."""
+    from ..pictures.layout import picture_size, unviewable
+    from ..pictures.style import SLIDE_WIDTH
+    dpi = int(PNG_DPI) if fmt == 'png' and crisp else 96 if fmt != 'png' else 72
+    size = picture_size(data, fmt, dpi)
+    why = unviewable(size, dpi)
+    if why is not None:
+        hint = '--collapse blocks to draw each block call as one node, ' if has_blocks else ''
+        raise UsageError(f'{why}. Try {hint}--rankdir TB, a smaller graph, or --format dot '
+                         'to lay it out yourself')
+    if warn is not None and size is not None and has_blocks and size[0] > SLIDE_WIDTH:
+        warn(f'the picture is {size[0]:.0f} inches wide, wider than a slide: '
+             '--collapse blocks draws each block call as one node')
+
+
+def _one_step(graph, values, grads, args, look, fmt, warn):
+    """Step N of the pass as one picture, caption included (for a slide)."""
+    from ..pictures.steps import step_pictures
+    pictures = step_pictures(graph, values, grads, rankdir=args.rankdir, look=look,
+                             forward=args.forward_steps)
+    if not pictures:
+        raise UsageError(_NO_STEPS)
+    if args.step > len(pictures):
+        raise UsageError(f'--step {args.step}: the pass has {len(pictures)} step'
+                         f'{"s" if len(pictures) != 1 else ""}')
+    digraph = pictures[args.step - 1][1].digraph
+    if fmt == 'png':
+        digraph.attr(dpi=PNG_DPI)
+    data = _layout(digraph, fmt, args.max_nodes)
+    if fmt in LAYOUT_FORMATS:
+        _check_viewable(data, fmt)
+    return data
+
+
+_NO_STEPS = ('the output depends on no variable, so no gradient flows back and '
+             '--steps has nothing to show; draw it without --steps')
 
 
 def _destination(args, out):
@@ -178,19 +311,37 @@ def _layout(digraph, fmt, max_nodes=None):
     return done.stdout
 
 
-def _step_files(graph, values, grads, rankdir, max_nodes):
-    """{file name: bytes} for every frame of the backward pass, and index.html."""
+def _step_files(graph, values, grads, args, look, fmt='svg'):
+    """{file name: bytes} for every frame of the pass, and index.html."""
+    from ..pictures.layout import node_positions
     from ..pictures.render import scene
     from ..pictures.steps import frame_name, index_html, step_pictures
-    pictures = step_pictures(graph, values, grads, rankdir=rankdir)
+    forward_steps = getattr(args, 'forward_steps', False)
+    # An SVG frame sits on the page, which shows the caption; a PNG or PDF
+    # frame is for a slide and carries its own.
+    baked = fmt != 'svg'
+    pictures = step_pictures(graph, values, grads, rankdir=args.rankdir,
+                             look=look._replace(caption=baked), forward=forward_steps)
+    if not pictures:
+        raise UsageError(_NO_STEPS)
     files = {}
-    names = [frame_name(k, len(pictures)) for k in range(len(pictures))]
+    names = [frame_name(k, len(pictures), fmt) for k in range(len(pictures))]
+    svg = None
     for name, (step, picture) in zip(names, pictures):
-        files[name] = _layout(picture.digraph, 'svg', max_nodes)
+        if fmt == 'png':
+            picture.digraph.attr(dpi=PNG_DPI)
+        files[name] = _layout(picture.digraph, fmt, args.max_nodes)
+        if svg is None:
+            svg = files[name] if fmt == 'svg' else _layout(pictures[0][1].digraph, 'svg',
+                                                            args.max_nodes)
+            _check_viewable(files[name], fmt)
+    # Every frame has the same layout: one SVG tells where each node is.
+    where = node_positions(svg)
     captions = [step.caption for step, _ in pictures]
     output = scene(graph).items[graph.output]   # 'f = x*y*z', 'loss = (out - target)^2'
-    files['index.html'] = index_html(output.expr or output.title, names,
-                                     captions).encode('utf-8')
+    files['index.html'] = index_html(output.expr or output.title, names, captions,
+                                     focus=[where.get(step.node) for step, _ in pictures],
+                                     baked=baked, forward=forward_steps).encode('utf-8')
     return files
 
 
@@ -262,26 +413,22 @@ def _cannot(path, why):
 
 def write_atomic(path, data):
     """Write bytes to path through a temporary file beside it and a rename."""
-    target = os.path.realpath(path) if os.path.islink(path) else path
-    if os.path.isdir(target):
+    info = _stat(path)   # follows links: /dev/stdout is the pipe or terminal behind it
+    if info is not None and stat.S_ISDIR(info.st_mode):
         raise _cannot(path, 'it is a directory')
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        # A device or a pipe (-o /dev/null, -o /dev/stdout, -o >(cmd)) is
+        # written to, never replaced; its name may not even resolve to a path.
+        try:
+            with open(path, 'wb') as f:
+                f.write(data)
+        except OSError as error:
+            raise _cannot(path, (error.strerror or str(error)).lower()) from None
+        return
+    target = os.path.realpath(path) if os.path.islink(path) else path
     folder = os.path.dirname(target) or '.'
     if not os.path.isdir(folder):
         raise _cannot(path, f"there is no directory '{folder}'")
-    try:
-        info = os.stat(target)
-    except FileNotFoundError:
-        info = None
-    except OSError as error:
-        raise _cannot(path, error.strerror.lower()) from None
-    if info is not None and not stat.S_ISREG(info.st_mode):
-        # A device or a pipe (-o /dev/null) is written to, never replaced.
-        try:
-            with open(target, 'wb') as f:
-                f.write(data)
-        except OSError as error:
-            raise _cannot(path, error.strerror.lower()) from None
-        return
     if info is not None and not os.access(target, os.W_OK):
         raise _cannot(path, 'permission denied')
     import tempfile  # with random and shutil, ~5 ms: not on every command's start-up
@@ -295,7 +442,7 @@ def write_atomic(path, data):
             f.write(data)
         # mkstemp makes the file private; give it the mode a new file would
         # get, or keep the mode of the file it replaces.
-        os.chmod(temporary, stat.S_IMODE(info.st_mode) if info else 0o666 & ~_umask())
+        os.chmod(temporary, stat.S_IMODE(info.st_mode) if info else 0o666 & ~_umask(folder))
         os.replace(temporary, target)
     except BaseException as error:
         try:
@@ -307,16 +454,62 @@ def write_atomic(path, data):
         raise
 
 
-def _umask():
-    mask = os.umask(0o22)
-    os.umask(mask)
-    return mask
+def _stat(path):
+    try:
+        return os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as error:
+        raise _cannot(path, (error.strerror or str(error)).lower()) from None
+
+
+def _umask(folder):
+    """The process's umask, read without changing it (os.umask can only set it,
+    and setting it twice races with any other thread creating files)."""
+    try:
+        with open('/proc/self/status', encoding='ascii') as f:
+            for line in f:
+                if line.startswith('Umask:'):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    # No /proc: the mode a new file gets is 0o666 less the umask.
+    probe = os.path.join(folder, f'.adgrad-umask-{os.getpid()}')
+    try:
+        fd = os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
+        try:
+            return 0o666 & ~stat.S_IMODE(os.fstat(fd).st_mode)
+        finally:
+            os.close(fd)
+            os.unlink(probe)
+    except OSError:
+        return 0o022
+
+
+def check_targets(path, folder, names):
+    """Refuse, before anything is written, what would fail halfway: -o and
+    --steps naming the same place, a file where the folder should be, or a
+    folder where a frame should be."""
+    if folder is None:
+        return
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        raise _cannot(folder, 'it is not a directory')
+    if path not in (None, '-'):
+        here = os.path.realpath(path)
+        if here == os.path.realpath(folder):
+            raise UsageError(f"-o {path} and --steps {folder} name the same path: "
+                             'give the picture and the step folder different names')
+        if any(here == os.path.realpath(os.path.join(folder, name)) for name in names):
+            raise UsageError(f'-o {path} is one of the files --steps writes into {folder}: '
+                             'give the picture another name')
+    for name in names:
+        target = os.path.join(folder, name)
+        if os.path.isdir(target):
+            raise _cannot(target, 'it is a directory')
 
 
 def write_folder(folder, files):
     """Write {name: bytes} into folder, index.html last; drop frames left from a longer series."""
-    if os.path.exists(folder) and not os.path.isdir(folder):
-        raise _cannot(folder, 'it is not a directory')
     try:
         os.makedirs(folder, exist_ok=True)
     except OSError as error:

@@ -1,20 +1,11 @@
-"""Rows out: input cells followed by computed columns, in CSV, TSV, JSON Lines,
-JSON or a table; numbers in shortest round-trip form."""
+"""Rows of a batch out, chunk by chunk: input cells followed by computed
+columns, in CSV, TSV, JSON Lines, JSON, Parquet or a table; numbers in
+shortest round-trip form."""
 
 import json
-import math
 
+from .output import json_number as _json_number, number
 from .points import ABSENT
-
-_CHUNK = 65536  # rows formatted at a time: bounds memory, paces the progress bar
-
-
-def number(x):
-    return repr(float(x))
-
-
-def _json_number(x):
-    return x if math.isfinite(x) else number(x)
 
 
 def _cell(x):
@@ -42,72 +33,175 @@ def _json_cell(x):
         return x
 
 
-def _shortest(column):
-    """Shortest round-trip texts of a float64 array, as str.
+# ---- streamed rows: one writer per format, fed chunk by chunk ----
 
-    orjson writes floats with Ryu, several times faster than repr() on full
-    17-digit values (the bulk of a batch's output); it writes 0.00001 where
-    repr writes 1e-05, the same number. It writes no inf or nan: those are
-    patched in with repr.
+TABLE_ROWS = 20  # a batch's table shows its first and last rows, this many each
+
+
+def computed_lines(computed, delimiter):
+    """Each row's computed numbers as bytes, `delimiter` first and LF last, in
+    shortest round-trip form.
+
+    orjson writes the whole block at once (Ryu, in C) as [[a,b],[c,d]]; its
+    brackets become the delimiters and line breaks. A row holding inf or nan,
+    which orjson writes as null, is patched in with repr.
     """
     import numpy as np
     import orjson
-    texts = orjson.dumps(column, option=orjson.OPT_SERIALIZE_NUMPY)[1:-1].decode().split(',')
-    for i in np.flatnonzero(~np.isfinite(column)):
-        texts[i] = repr(float(column[i]))
-    return texts
+    if len(computed[0]) == 0:
+        return []
+    block = np.column_stack(computed)
+    d = delimiter.encode()
+    text = orjson.dumps(block, option=orjson.OPT_SERIALIZE_NUMPY)[2:-2]
+    if d != b',':
+        text = text.replace(b',', d)
+    lines = (d + text.replace(b']' + d + b'[', b'\n' + d) + b'\n').splitlines(keepends=True)
+    finite = np.isfinite(block).all(axis=1)
+    if not finite.all():
+        for i in np.flatnonzero(~finite):
+            lines[i] = (delimiter + delimiter.join(map(number, block[i])) + '\n').encode()
+    return lines
 
 
-def write_rows(fmt, header, rows, computed, file, advance=None, echo=None, cells_are_text=True):
-    """Rows of input cells followed by computed columns, in a row format.
+def _text(write_rows_to):
+    """What a csv.writer writes, as UTF-8 bytes."""
+    import io
+    buffer = io.StringIO()
+    write_rows_to(buffer)
+    return buffer.getvalue().encode('utf-8', 'surrogateescape')
 
-    `rows` holds lists of cells, one per header name before the computed
-    ones, and `computed` one float64 array per computed column. `echo`, the
-    rows' original CSV/TSV lines in this very format, is copied as it is
-    rather than parsed and quoted again.
-    """
-    import csv
-    count = len(rows) if echo is None else len(echo)
-    delimiter = ',' if fmt == 'csv' else '\t'
-    if fmt == 'table':
-        return _rows_table(header, rows, computed, file)
-    if fmt in ('csv', 'tsv', 'plain'):
-        writer = csv.writer(file, delimiter=delimiter, lineterminator='\n')
-        writer.writerow(header)
-    elif fmt == 'json':
-        file.write('[')
-    for start in range(0, count, _CHUNK):
-        stop = min(start + _CHUNK, count)
-        if fmt in ('csv', 'tsv', 'plain'):
-            texts = [_shortest(column[start:stop]) for column in computed]
-        if fmt in ('csv', 'tsv', 'plain') and echo is not None:
-            file.write('\n'.join(map(delimiter.join, zip(echo[start:stop], *texts))) + '\n')
-        elif fmt in ('csv', 'tsv', 'plain'):
-            writer.writerows([*map(_cell, rows[i]), *(t[i - start] for t in texts)]
-                             for i in range(start, stop))
+
+class TextRows:
+    """CSV, TSV (and plain, which is TSV) rows, as bytes into a binary file.
+    When `echo` is set the input rows' own bytes, already in this format,
+    are copied as they are."""
+
+    def __init__(self, fmt, header, file, echo):
+        import csv
+        self.csv = csv
+        self.delimiter = ',' if fmt == 'csv' else '\t'
+        self.file, self.echo = file, echo
+        file.write(_text(lambda f: self._writer(f).writerow(header)))
+
+    def _writer(self, f):
+        return self.csv.writer(f, delimiter=self.delimiter, lineterminator='\n')
+
+    def write(self, chunk, computed):
+        d = self.delimiter
+        lines = computed_lines(computed, d)
+        if self.echo and chunk.lines is not None:
+            parts = [None] * (2 * len(lines))
+            parts[0::2] = chunk.lines
+            parts[1::2] = lines
+            self.file.write(b''.join(parts))
         else:
-            import orjson
-            numbers = [column[start:stop].tolist() for column in computed]
-            as_json = _json_cell if cells_are_text else _json_value
-            objects = [orjson.dumps({k: v for k, v in zip(header, [
-                *map(as_json, rows[i]), *(_json_number(n[i - start]) for n in numbers)])
-                if v is not ABSENT}).decode() for i in range(start, stop)]
-            if fmt == 'jsonl':
-                file.write('\n'.join(objects) + '\n')
+            rows = ([*map(_cell, cells), *text.decode()[1:-1].split(d)]
+                    for cells, text in zip(chunk.rows(), lines))
+            self.file.write(_text(lambda f: self._writer(f).writerows(rows)))
+
+    def close(self):
+        pass
+
+
+class JsonRows:
+    """JSON Lines, or one JSON array of row objects."""
+
+    def __init__(self, fmt, header, outputs, file, cells_are_text):
+        self.fmt, self.header, self.outputs, self.file = fmt, header, outputs, file
+        self.as_json = _json_cell if cells_are_text else _json_value
+        self.first = True
+        if fmt == 'json':
+            file.write(b'[')
+
+    def write(self, chunk, computed):
+        import orjson
+        numbers = [column.tolist() for column in computed]
+        if chunk.objects is not None:  # JSON Lines in: each object's own keys, in its order
+            inputs = [{k: _json_value(v) for k, v in row.items()} for row in chunk.objects]
+        else:
+            inputs = [{k: self.as_json(v) for k, v in zip(self.header, cells) if v is not ABSENT}
+                      for cells in chunk.rows()]
+        objects = []
+        for i, row in enumerate(inputs):
+            row.update(zip(self.outputs, (_json_number(n[i]) for n in numbers)))
+            objects.append(orjson.dumps(row).decode())
+        if not objects:
+            return
+        if self.fmt == 'jsonl':
+            self.file.write(('\n'.join(objects) + '\n').encode())
+        else:
+            self.file.write((('\n' if self.first else ',\n') + ',\n'.join(objects)).encode())
+            self.first = False
+
+    def close(self):
+        if self.fmt == 'json':
+            self.file.write(b'\n]\n')
+
+
+class TableRows:
+    """A rich table of the first and the last TABLE_ROWS rows: a terminal
+    cannot show a million, and memory stays bounded. Every cell is plain
+    text to rich (never markup). Unlike the other writers, it writes text
+    to a text stream (the terminal)."""
+
+    def __init__(self, header, file):
+        from collections import deque
+        self.header, self.file = header, file
+        self.head, self.tail, self.count = [], deque(maxlen=TABLE_ROWS), 0
+
+    def write(self, chunk, computed):
+        texts = [[number(x) for x in column.tolist()] for column in computed]
+        self.add([[*map(_cell, cells), *(t[i] for t in texts)]
+                  for i, cells in enumerate(chunk.rows())])
+
+    def add(self, rows):
+        for row in rows:
+            self.count += 1
+            if len(self.head) < TABLE_ROWS:
+                self.head.append(row)
             else:
-                file.write((',\n' if start else '\n') + ',\n'.join(objects))
-        if advance:
-            advance(stop - start)
-    if fmt == 'json':
-        file.write('\n]\n')
+                self.tail.append(row)
+
+    def close(self):
+        from .output import rich_text, table
+        rows = list(self.head)
+        hidden = self.count - len(self.head) - len(self.tail)
+        if hidden:
+            rows.append([f'… {hidden:,} more rows (--format csv shows them all)']
+                        + ['…'] * (len(self.header) - 1))
+        rows += self.tail
+        shown = table([(name, 'right', None) for name in self.header], rows)
+        self.file.write(rich_text([shown], self.file))
 
 
-def _rows_table(header, rows, computed, file):
-    from rich.console import Console
-    from rich.table import Table
-    table = Table()
-    for i, name in enumerate(header):
-        table.add_column(name, justify='right')
-    for i, cells in enumerate(rows):
-        table.add_row(*[_cell(c) for c in cells], *[number(col[i]) for col in computed])
-    Console(file=file).print(table)
+class ParquetRows:
+    """Parquet: input columns as they were (text, from CSV or JSON Lines),
+    then the computed float64 columns."""
+
+    def __init__(self, header, outputs, path):
+        self.header, self.outputs, self.path, self.writer = header, outputs, path, None
+
+    def write(self, chunk, computed):
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+        if chunk.table is not None:
+            arrays = list(chunk.table.columns)
+        else:
+            rows = chunk.rows()
+            arrays = [pa.array([None if c is ABSENT or c is None else _cell(c) for c in column],
+                               pa.string()) for column in zip(*rows)] if rows else \
+                [pa.array([], pa.string()) for _ in self.header]
+        arrays += [pa.array(column, pa.float64()) for column in computed]
+        batch = pa.RecordBatch.from_arrays(arrays, names=self.header + self.outputs)
+        if self.writer is None:
+            self.writer = pq.ParquetWriter(self.path, batch.schema)
+        self.writer.write_batch(batch)
+
+    def close(self):
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+        if self.writer is None:  # no rows: still a valid file with the columns
+            schema = pa.schema([(n, pa.string()) for n in self.header] +
+                               [(n, pa.float64()) for n in self.outputs])
+            self.writer = pq.ParquetWriter(self.path, schema)
+        self.writer.close()

@@ -6,7 +6,11 @@ twin in ieee.py, and PyTorch, where NumPy alone would not. Imported only on
 the batch path.
 """
 
+import math
+
 import numpy as np
+
+from . import ieee
 
 
 def sigmoid(x):  # PyTorch's formula, as ieee.sigmoid
@@ -45,6 +49,99 @@ def ge(a, b):
 
 def where(condition, a, b):
     return np.where(condition, a, b)
+
+
+# ---- issue 10's functions: each in the steps of its twin in ieee.py ----
+
+def cot(x):
+    return 1.0 / np.tan(x)
+
+
+def sec(x):
+    return 1.0 / np.cos(x)
+
+
+def csc(x):
+    return 1.0 / np.sin(x)
+
+
+def acot(x):
+    return np.arctan(1.0 / x)
+
+
+def _sqrt_square_minus_one(magnitude):
+    return np.sqrt(magnitude - 1.0) * np.sqrt(magnitude + 1.0)
+
+
+def asec(x):
+    return np.arctan2(_sqrt_square_minus_one(np.abs(x)), sign(x))
+
+
+def acsc(x):
+    return np.arctan2(sign(x), _sqrt_square_minus_one(np.abs(x)))
+
+
+def coth(x):
+    return 1.0 / np.tanh(x)
+
+
+def sech(x):
+    c = np.cosh(x)
+    return np.where(c == np.inf, 2.0 * np.exp(-np.abs(x)), 1.0 / c)
+
+
+def csch(x):
+    s = np.sinh(x)
+    return np.where(np.abs(s) == np.inf, np.copysign(2.0 * np.exp(-np.abs(x)), x), 1.0 / s)
+
+
+def acoth(x):
+    return np.copysign(0.5 * np.log1p(2.0 / (np.abs(x) - 1.0)), x)
+
+
+def asech(x):
+    root = np.sqrt((1.0 - x) * (1.0 + x))
+    return np.where(np.abs(x) < ieee.TINY, ieee.LN2 - np.log(x), np.log1p(((1.0 - x) + root) / x))
+
+
+def acsch(x):
+    tiny = np.copysign(ieee.LN2 - np.log(np.abs(x)), x)
+    return np.where(np.abs(x) < ieee.TINY, tiny, np.arcsinh(1.0 / x))
+
+
+def sinc(x):  # torch.sinc, not np.sinc's steps: pi*x first, as torch
+    product = np.pi * x
+    return np.where(x == 0, 1.0, np.sin(product) / product)
+
+
+def softplus(x):
+    return np.where(x > 20.0, x, np.log1p(np.exp(x)))
+
+
+# NumPy has no erf and SciPy is not a dependency: C's erf (math.erf) per
+# element. A Python call per row, but exactly the scalar path's results.
+_erf = np.frompyfunc(math.erf, 1, 1)
+_erfc = np.frompyfunc(math.erfc, 1, 1)
+
+
+def erf(x):
+    return np.asarray(_erf(x), dtype=np.float64)
+
+
+def erfc(x):
+    return np.asarray(_erfc(x), dtype=np.float64)
+
+
+def gelu(x):
+    return x * 0.5 * (1.0 + erf(x * ieee.SQRT1_2))
+
+
+def silu(x):
+    return x / (1.0 + np.exp(-x))
+
+
+def clamp(x, low, high):
+    return minimum(maximum(x, low), high)
 
 
 # ---- the language's logic (primitives.LOGIC): 1.0 or 0.0, and `if` ----

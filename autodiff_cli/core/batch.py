@@ -23,8 +23,7 @@ def _arrays():
     from . import arrays
     forwards = {row.name: getattr(arrays, row.array, None) or getattr(np, row.array)
                 for row in PRIMITIVES.values()}
-    return np, SimpleNamespace(coerce=lambda v: np.asarray(v, dtype=np.float64),
-                               branches=arrays.branches, **forwards)
+    return np, SimpleNamespace(coerce=lambda v: np.asarray(v, dtype=np.float64), **forwards)
 
 
 def run_batch(graph, columns, rows, wrt=()):

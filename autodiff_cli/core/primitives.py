@@ -27,7 +27,7 @@ from typing import Callable, NamedTuple
 
 from . import ieee
 
-LN2 = 0.6931471805599453
+LN2 = ieee.LN2
 LN10 = 2.3025850929940456
 
 
@@ -83,6 +83,109 @@ def _no_gradient(k, g, out, *args):
     return (None,) * len(args)
 
 
+def _zero_gradient(k, g, out, a):
+    # PyTorch's zeros_like(grad) for floor, ceil, round and sign: an exact 0
+    # that is not None, so the argument's own rule still runs (sign(sqrt(x))
+    # at 0 gives nan, as in torch), yet a nan arriving in g is not passed on.
+    return (0.0,)
+
+
+# ---- issue 10's functions: torch's derivative formulas where torch has the
+# op (its FunctionsManual.cpp and derivatives.yaml, step for step); where it
+# has none, the accurate formula (checked against mpmath) ----
+
+def _acot_vjp(k, g, out, a):
+    # -1/(x^2 + 1) as two divisions by hypot(x, 1): x^2 would overflow past
+    # 1.3e154, where the derivative is still a subnormal.
+    root = k.hypot(a, 1.0)
+    return (k.neg(k.div(k.div(g, root), root)),)
+
+
+def _asec_vjp(k, g, out, a):
+    # 1/(|x| sqrt(x^2 - 1)), as two divisions and two square roots so that
+    # it neither cancels near |x| = 1 nor overflows for large |x|.
+    magnitude = k.abs(a)
+    root = k.mul(k.sqrt(k.sub(magnitude, 1.0)), k.sqrt(k.add(magnitude, 1.0)))
+    return (k.div(k.div(g, magnitude), root),)
+
+
+def _acsc_vjp(k, g, out, a):
+    return (k.neg(_asec_vjp(k, g, out, a)[0]),)
+
+
+def _coth_vjp(k, g, out, a):
+    # -1/sinh^2: 1 - coth^2 cancels to 0 where coth rounds to 1 (|x| > 19).
+    s = k.sinh(a)
+    return (k.neg(k.div(k.div(g, s), s)),)
+
+
+def _acoth_vjp(k, g, out, a):
+    # 1/(1 - x^2) = -1/((|x| - 1)(|x| + 1)): no cancellation near |x| = 1,
+    # and -inf at both poles, the limit from the domain |x| > 1.
+    magnitude = k.abs(a)
+    return (k.neg(k.div(k.div(g, k.sub(magnitude, 1.0)), k.add(magnitude, 1.0))),)
+
+
+def _asech_vjp(k, g, out, a):
+    return (k.neg(k.div(k.div(g, a), k.sqrt(k.mul(k.sub(1.0, a), k.add(1.0, a))))),)
+
+
+def _acsch_vjp(k, g, out, a):
+    return (k.neg(k.div(k.div(g, k.abs(a)), k.hypot(a, 1.0))),)
+
+
+def _sinc_vjp(k, g, out, a):
+    # torch's sinc_backward: (g (pi x cos(pi x) - sin(pi x))) / (pi x^2), and
+    # an exact 0 where pi x^2 is 0, whatever g is.
+    x_pi = k.mul(a, math.pi)
+    x_squared_pi = k.mul(k.mul(a, a), math.pi)
+    slope = k.div(k.mul(g, k.sub(k.mul(x_pi, k.cos(x_pi)), k.sin(x_pi))), x_squared_pi)
+    return (k.where(k.eq(x_squared_pi, 0.0), 0.0, slope),)
+
+
+def _softplus_vjp(k, g, out, a):
+    # torch's softplus_backward, beta = 1, threshold = 20: g past the
+    # threshold, else g z/(z + 1) with z = e^x.
+    z = k.exp(a)
+    return (k.where(k.lt(20.0, a), g, k.div(k.mul(g, z), k.add(z, 1.0))),)
+
+
+TWO_OVER_SQRT_PI = 1.1283791670955126   # M_2_SQRTPI
+GELU_BETA = TWO_OVER_SQRT_PI * ieee.SQRT1_2 * 0.5   # the normal density's 1/sqrt(2 pi), as torch
+
+
+def _erf_slope(k, a):
+    return k.mul(TWO_OVER_SQRT_PI, k.exp(k.neg(k.mul(a, a))))
+
+
+def _gelu_vjp(k, g, out, a):
+    # torch's GeluBackward kernel: g (cdf + x pdf).
+    cdf = k.mul(0.5, k.add(1.0, k.erf(k.mul(a, ieee.SQRT1_2))))
+    pdf = k.mul(GELU_BETA, k.exp(k.mul(k.mul(a, a), -0.5)))
+    return (k.mul(g, k.add(cdf, k.mul(a, pdf))),)
+
+
+def _silu_vjp(k, g, out, a):
+    # torch's kernel: g s (1 + x (1 - s)), s = 1/(1 + e^-x).
+    s = k.sigmoid(a)
+    return (k.mul(k.mul(g, s), k.add(1.0, k.mul(a, k.sub(1.0, s)))),)
+
+
+def _hypot_vjp(k, g, out, a, b):
+    # torch: g x / hypot and g y / hypot, so nan at the origin as there.
+    return (k.div(k.mul(g, a), out), k.div(k.mul(g, b), out))
+
+
+def _clamp_vjp(k, g, out, x, low, high):
+    # torch's clamp_backward_min_max: x gets g from low to high inclusive,
+    # `low` where x < low < high, `high` where x > high or high < low; a nan
+    # anywhere gives every argument 0.
+    inside = k.mul(k.ge(x, low), k.ge(high, x))
+    below = k.mul(k.lt(x, low), k.lt(low, high))
+    return (k.where(inside, g, 0.0), k.where(below, g, 0.0),
+            k.where(k.lt(high, x), g, k.where(k.lt(high, low), g, 0.0)))
+
+
 def _row(name, arity, forward, array, vjp, symbol=None):
     return Primitive(name=name, arity=arity, forward=forward, array=array, vjp=vjp, symbol=symbol)
 
@@ -123,18 +226,59 @@ CALLABLE = [
     _row('sigmoid', 1, ieee.sigmoid, 'sigmoid',
          lambda k, g, out, a: (k.mul(k.mul(g, k.sub(1.0, out)), out),)),
     _row('relu', 1, ieee.relu, 'relu', lambda k, g, out, a: (k.where(k.ge(0.0, out), 0.0, g),)),
+    _row('cot', 1, ieee.cot, 'cot', lambda k, g, out, a: (k.neg(k.mul(g, k.add(1.0, k.mul(out, out)))),)),
+    _row('sec', 1, ieee.sec, 'sec', lambda k, g, out, a: (k.mul(g, k.mul(out, k.tan(a))),)),
+    _row('csc', 1, ieee.csc, 'csc', lambda k, g, out, a: (k.neg(k.mul(g, k.div(out, k.tan(a)))),)),
+    _row('acot', 1, ieee.acot, 'acot', _acot_vjp),
+    _row('asec', 1, ieee.asec, 'asec', _asec_vjp),
+    _row('acsc', 1, ieee.acsc, 'acsc', _acsc_vjp),
+    _row('coth', 1, ieee.coth, 'coth', _coth_vjp),
+    _row('sech', 1, ieee.sech, 'sech', lambda k, g, out, a: (k.neg(k.mul(g, k.mul(out, k.tanh(a)))),)),
+    _row('csch', 1, ieee.csch, 'csch', lambda k, g, out, a: (k.neg(k.mul(g, k.div(out, k.tanh(a)))),)),
+    # asinh, acosh, atanh: torch's formulas, whose x^2 cancels within ~1e-8
+    # of acosh's and atanh's domain edges and overflows past |x| ~ 1.3e154
+    # (the README's Numerics table says so); acoth, asech, acsch have none.
+    _row('asinh', 1, ieee.asinh, 'arcsinh',
+         lambda k, g, out, a: (k.mul(g, k.div(1.0, k.sqrt(k.add(k.mul(a, a), 1.0)))),)),
+    _row('acosh', 1, ieee.acosh, 'arccosh',
+         lambda k, g, out, a: (k.mul(g, k.div(1.0, k.sqrt(k.sub(k.mul(a, a), 1.0)))),)),
+    _row('atanh', 1, ieee.atanh, 'arctanh',
+         lambda k, g, out, a: (k.div(g, k.sub(1.0, k.mul(a, a))),)),
+    _row('acoth', 1, ieee.acoth, 'acoth', _acoth_vjp),
+    _row('asech', 1, ieee.asech, 'asech', _asech_vjp),
+    _row('acsch', 1, ieee.acsch, 'acsch', _acsch_vjp),
+    _row('sinc', 1, ieee.sinc, 'sinc', _sinc_vjp),
+    _row('sign', 1, ieee.sign, 'sign', _zero_gradient),
+    _row('cbrt', 1, ieee.cbrt, 'cbrt', lambda k, g, out, a: (k.div(g, k.mul(3.0, k.mul(out, out))),)),
+    _row('log1p', 1, ieee.log1p, 'log1p', lambda k, g, out, a: (k.div(g, k.add(a, 1.0)),)),
+    _row('expm1', 1, ieee.expm1, 'expm1', lambda k, g, out, a: (k.mul(g, k.add(out, 1.0)),)),
+    _row('exp2', 1, ieee.exp2, 'exp2', lambda k, g, out, a: (k.mul(k.mul(g, out), LN2),)),
+    _row('softplus', 1, ieee.softplus, 'softplus', _softplus_vjp),
+    _row('erf', 1, ieee.erf, 'erf', lambda k, g, out, a: (k.mul(_erf_slope(k, a), g),)),
+    _row('erfc', 1, ieee.erfc, 'erfc', lambda k, g, out, a: (k.mul(k.neg(_erf_slope(k, a)), g),)),
+    _row('gelu', 1, ieee.gelu, 'gelu', _gelu_vjp),
+    _row('silu', 1, ieee.silu, 'silu', _silu_vjp),
+    _row('floor', 1, ieee.floor, 'floor', _zero_gradient),
+    _row('ceil', 1, ieee.ceil, 'ceil', _zero_gradient),
+    _row('round', 1, ieee.round_half_even, 'rint', _zero_gradient),
     # ---- two arguments ----
     _row('pow', 2, ieee.power, 'power', _pow_vjp, symbol='^'),
     _row('min', 2, ieee.minimum, 'minimum', _min_vjp),
     _row('max', 2, ieee.maximum, 'maximum', _max_vjp),
     _row('atan2', 2, math.atan2, 'arctan2', _atan2_vjp),
+    _row('hypot', 2, ieee.hypot, 'hypot', _hypot_vjp),
+    # ---- three arguments ----
+    _row('clamp', 3, ieee.clamp, 'clamp', _clamp_vjp),
 ]
 
 # Used by derivative rules, never called by name from a program.
 INTERNAL = [
-    _row('sign', 1, ieee.sign, 'sign', _no_gradient),
     _row('where', 3, ieee.where, 'where',
          lambda k, g, out, c, a, b: (None, k.where(c, g, 0.0), k.where(c, 0.0, g))),
+    # The gradients the two branches of an `if` receive, as a pair: (g, None)
+    # or (None, g) at a point, row by row over arrays. Never a node of a graph;
+    # a row here so that every algebra has it, as it has the primitives.
+    _row('branches', 2, lambda c, g: (g, None) if c else (None, g), 'branches', _no_gradient),
 ]
 
 
@@ -174,5 +318,4 @@ FUNCTIONS = {row.name: row for row in CALLABLE + LOGIC[-2:-1]}
 CONSTANTS = {'pi': 3.141592653589793, 'e': 2.718281828459045}
 
 # The numeric algebra: derivative rules evaluated to floats.
-NUMBERS = SimpleNamespace(coerce=float, branches=lambda c, g: (g, None) if c else (None, g),
-                          **{name: row.forward for name, row in PRIMITIVES.items()})
+NUMBERS = SimpleNamespace(coerce=float, **{name: row.forward for name, row in PRIMITIVES.items()})

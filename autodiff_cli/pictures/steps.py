@@ -15,8 +15,8 @@ import json
 from typing import NamedTuple
 
 from ..core.passes import pullback, receives_gradient
-from .render import (Frame, Picture, block_labels, node_symbol, number, output_symbol,
-                     scene, style)
+from .render import (SYMBOL_LIMIT, Frame, Look, Picture, block_labels, displayable,
+                     node_symbol, number, output_symbol, scene, style)
 
 MAX_TERMS = 4   # a caption lists this many chain-rule terms, then says how many more
 
@@ -36,6 +36,7 @@ class Step(NamedTuple):
 
 def steps(graph, values, grads):
     """One Step per node the output depends on, in the order its gradient becomes final."""
+    graph = displayable(graph)
     nodes = graph.nodes
     f = output_symbol(graph)
     live = receives_gradient(graph)
@@ -87,35 +88,74 @@ def _factor(x):
     return f'({text})' if text.startswith('-') else text
 
 
-def frames(step_list):
-    """The Frame for style() at each step: the gradients known so far, and the newest."""
+def forward_steps(graph, values):
+    """The forward pass one node at a time (the tutorial's figure 1): a Step per
+    input and operation in tape order, each caption the value it computed."""
+    graph = displayable(graph)
+    nodes = graph.nodes
+    result = []
+    for i, node in enumerate(nodes):
+        if node.op == 'const':
+            continue
+        me = graph.text(i, SYMBOL_LIMIT) if node.name is None or node.op == 'input' else node.name
+        if node.op == 'input':
+            caption = f'{node.name} = {number(values[i])} (an input)'
+        else:
+            shown = graph.text(i, SYMBOL_LIMIT)
+            args = ', '.join(f'{node_symbol(graph, a, "")} = {number(values[a])}'
+                             for a in dict.fromkeys(node.args) if nodes[a].op != 'const')
+            caption = (f'{me} = {shown} = {number(values[i])}' if me != shown
+                       else f'{shown} = {number(values[i])}')
+            if args:
+                caption += f'  (with {args})'
+        result.append(Step(i, (), values[i], caption))
+    return result
+
+
+def frames(step_list, forward=False):
+    """The Frame for style() at each step: the nodes done so far, and the newest."""
     done = set()
     result = []
     for k, step in enumerate(step_list, 1):
         done.add(step.node)
         result.append(Frame(frozenset(done), step.node,
-                            f'Step {k} of {len(step_list)}: {step.caption}'))
+                            f'Step {k} of {len(step_list)}: {step.caption}', forward))
     return result
 
 
-def step_pictures(graph, values, grads, rankdir='LR'):
-    """[(Step, Picture)]: the backward pass as a series of pictures, one per step."""
-    step_list = steps(graph, values, grads)
-    drawn = scene(graph, values, grads)
-    return [(step, Picture(style(drawn, 'backward', rankdir, frame)))
-            for step, frame in zip(step_list, frames(step_list))]
+def step_pictures(graph, values, grads, rankdir='LR', look=None, forward=False):
+    """[(Step, Picture)]: a pass as a series of pictures, one per step."""
+    if forward:
+        step_list = forward_steps(graph, values)
+        drawn = scene(graph, values)
+        constants = frozenset(i for i, node in enumerate(graph.nodes) if node.op == 'const')
+        marks = [frame._replace(done=frame.done | constants)
+                 for frame in frames(step_list, forward=True)]
+        mode = 'forward'
+    else:
+        step_list = steps(graph, values, grads)
+        drawn = scene(graph, values, grads)
+        marks = frames(step_list)
+        mode = 'backward'
+    look = look or Look()
+    return [(step, Picture(style(drawn, mode, rankdir, frame, look)))
+            for step, frame in zip(step_list, marks)]
 
 
-def frame_name(k, count):
+def frame_name(k, count, fmt='svg'):
     """step-001.svg ...: zero-padded so that the files sort in step order."""
-    return f'step-{k + 1:0{max(3, len(str(count)))}d}.svg'
+    return f'step-{k + 1:0{max(3, len(str(count)))}d}.{fmt}'
 
 
-def index_html(title, files, captions):
+def index_html(title, files, captions, focus=None, baked=False, forward=False):
     """A page that steps through the frames with buttons and the arrow keys.
 
     Every frame is an <img> on the page, shown one at a time, so the page
     works from file:// (no fetch, no server) and lists every file it uses.
+    `focus` gives, per frame, where its highlighted node is as fractions of
+    the picture's width and height: the page scrolls there when the frame is
+    larger than the window. `baked`: the frames carry their captions (PNG and
+    PDF, for slides), so the page's own caption is for screen readers only.
     """
     esc = html.escape
     images = '\n'.join(
@@ -123,16 +163,30 @@ def index_html(title, files, captions):
         for k, (name, caption) in enumerate(zip(files, captions)))
     items = '\n'.join(f'  <li><a href="{esc(name)}" data-step="{k}">{esc(caption)}</a></li>'
                       for k, (name, caption) in enumerate(zip(files, captions)))
+    what = 'Forward pass' if forward else 'Backward pass'
+    how = 'one value at a time' if forward else 'one gradient at a time'
     return _PAGE.format(title=esc(title), count=len(files), images=images, items=items,
-                        first=esc(captions[0]) if captions else '',
-                        captions=json.dumps(captions, ensure_ascii=False).replace('</', '<\\/'))
+                        what=what, how=how, first=esc(captions[0]) if captions else '',
+                        caption_class=' class="sr-only"' if baked else '',
+                        captions=script_json(captions),
+                        focus=script_json(focus or [None] * len(files)))
+
+
+def script_json(data):
+    """JSON to put inside a <script> element. `<` `>` `&` are written as
+    \\u escapes, so no text (`</script>`, `<!--`, `<script`) can end the
+    element or switch the HTML parser into its script-escape states."""
+    text = json.dumps(data, ensure_ascii=False)
+    for char in '<>&\u2028\u2029':
+        text = text.replace(char, f'\\u{ord(char):04x}')
+    return text
 
 
 _PAGE = """<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
-<title>Backward pass: {title}</title>
+<title>{what}: {title}</title>
 <style>
   body {{ font-family: system-ui, sans-serif; margin: 1.5rem; color: #1c1917; }}
   h1 {{ font-size: 1.2rem; font-weight: 600; }}
@@ -140,24 +194,26 @@ _PAGE = """<!DOCTYPE html>
   nav {{ display: flex; gap: .5rem; align-items: center; margin: .75rem 0; }}
   button {{ font-size: 1rem; padding: .3rem .8rem; }}
   #caption {{ font-size: 1.15rem; color: #15803d; min-height: 1.6em; }}
-  #frames {{ overflow: auto; }}
-  #frames img {{ display: block; max-width: 100%; height: auto; cursor: zoom-in; }}
+  .sr-only {{ position: absolute; width: 1px; height: 1px; overflow: hidden;
+              clip: rect(0 0 0 0); white-space: nowrap; }}
+  #frames {{ overflow: auto; max-height: 85vh; }}
+  #frames img {{ display: block; height: auto; cursor: zoom-in; }}
   #frames.zoomed img {{ max-width: none; cursor: zoom-out; }}
   #frames img[hidden] {{ display: none; }}
   details {{ margin-top: 1rem; color: #57534e; }}
 </style>
 </head>
 <body>
-<h1>Backward pass of <code>{title}</code>, one gradient at a time</h1>
+<h1>{what} of <code>{title}</code>, {how}</h1>
 <nav>
   <button id="first" title="first step (Home)">« first</button>
   <button id="prev" title="previous step (←)">◀ previous</button>
-  <span id="counter">step 1 of {count}</span>
+  <span id="counter" aria-live="polite">step 1 of {count}</span>
   <button id="next" title="next step (→)">next ▶</button>
   <button id="last" title="last step (End)">last »</button>
   <button id="zoom" title="fit the page, or full size (Z; or click the picture)">full size</button>
 </nav>
-<p id="caption">{first}</p>
+<p id="caption"{caption_class} aria-live="polite">{first}</p>
 <div id="frames">
 {images}
 </div>
@@ -170,11 +226,31 @@ _PAGE = """<!DOCTYPE html>
 <script>
 (function () {{
   var captions = {captions};
+  var focus = {focus};
+  // Fit mode shrinks a frame to the window, but never below this share of
+  // its own size: past that its text is too small to read, so it scrolls.
+  var LEAST = 0.6;
   var images = document.querySelectorAll('#frames img');
+  var frames = document.getElementById('frames');
   var current = 0;
+  function fit(img) {{
+    var natural = img.naturalWidth;
+    if (!natural) return;
+    var zoomed = frames.classList.contains('zoomed');
+    var room = frames.clientWidth || natural;
+    img.style.width = (zoomed ? natural : Math.min(natural, Math.max(room, natural * LEAST))) + 'px';
+  }}
+  function centre() {{
+    // Scroll so that the node this step highlights is in view.
+    var img = images[current], at = focus[current];
+    if (!img || !at || !img.width) return;
+    frames.scrollLeft = at[0] * img.width - frames.clientWidth / 2;
+    frames.scrollTop = at[1] * img.height - frames.clientHeight / 2;
+  }}
   function show(k) {{
     current = Math.max(0, Math.min(images.length - 1, k));
     for (var j = 0; j < images.length; j++) images[j].hidden = j !== current;
+    fit(images[current]);
     document.getElementById('caption').textContent = captions[current];
     document.getElementById('counter').textContent =
       'step ' + (current + 1) + ' of ' + images.length;
@@ -182,22 +258,37 @@ _PAGE = """<!DOCTYPE html>
     document.getElementById('first').disabled = current === 0;
     document.getElementById('next').disabled = current === images.length - 1;
     document.getElementById('last').disabled = current === images.length - 1;
+    centre();
     try {{ history.replaceState(null, '', '#' + (current + 1)); }} catch (e) {{}}
   }}
+  for (var j = 0; j < images.length; j++) {{
+    images[j].addEventListener('load', function (e) {{
+      fit(e.target);
+      if (e.target === images[current]) centre();
+    }});
+  }}
+  window.addEventListener('resize', function () {{ fit(images[current]); centre(); }});
   document.getElementById('first').onclick = function () {{ show(0); }};
   document.getElementById('prev').onclick = function () {{ show(current - 1); }};
   document.getElementById('next').onclick = function () {{ show(current + 1); }};
   document.getElementById('last').onclick = function () {{ show(images.length - 1); }};
   function zoom() {{
-    var frames = document.getElementById('frames');
     frames.classList.toggle('zoomed');
     document.getElementById('zoom').textContent =
       frames.classList.contains('zoomed') ? 'fit the page' : 'full size';
+    fit(images[current]);
+    centre();
   }}
   document.getElementById('zoom').onclick = zoom;
-  document.getElementById('frames').onclick = zoom;
+  frames.onclick = zoom;
   document.addEventListener('keydown', function (e) {{
-    if (e.key === 'ArrowRight' || e.key === 'ArrowDown' || e.key === ' ') show(current + 1);
+    // Alt+← is the browser's Back, Ctrl+End the page's end: keys with a
+    // modifier, and keys typed into a control, are left alone.
+    if (e.altKey || e.ctrlKey || e.metaKey || e.shiftKey || e.isComposing) return;
+    var tag = (e.target && e.target.tagName) || '';
+    if (/^(INPUT|TEXTAREA|SELECT)$/.test(tag) || (e.target && e.target.isContentEditable)) return;
+    if (e.key === 'ArrowRight' || e.key === 'ArrowDown') show(current + 1);
+    else if (e.key === ' ' && tag !== 'BUTTON' && tag !== 'A') show(current + 1);
     else if (e.key === 'ArrowLeft' || e.key === 'ArrowUp') show(current - 1);
     else if (e.key === 'Home') show(0);
     else if (e.key === 'End') show(images.length - 1);

@@ -1,0 +1,58 @@
+"""Forward mode: tangents ∂node/∂x carried along the tape, one pass per input.
+
+The tangent rules are not a second table: they come from the vector-Jacobian
+products of core/primitives.py, by linearity. Every primitive maps numbers to
+one number, so its Jacobian is a row (J_1, ..., J_m), and the VJP rule called
+with the cotangent g gives (g*J_1, ..., g*J_m). The Jacobian-vector product
+J_1*t_1 + ... + J_m*t_m is then the sum over arguments of the rule's j-th
+cotangent called with g = t_j (multiplication of numbers commutes, so no
+transposition is left to do). Calling the rule with the tangent itself as g,
+rather than with g = 1 and multiplying after, is also what PyTorch's
+forward-mode formulas do (derivatives.yaml writes most `result:` formulas as
+the backward formula with the tangent for the gradient), so the edge
+conventions agree: abs'(0) = 0, a max tie splits 0.5/0.5, and a nan tangent
+reaches the exponent of a power where PyTorch's does.
+
+An argument that does not depend on the seeded input has no tangent (None),
+not a zero: it contributes nothing, as an undefined tangent does in PyTorch,
+so x^2 at x < 0 stays finite instead of meeting 0 * log(x).
+
+The algebra is the caller's: NUMBERS gives numbers, the recording algebra of
+record.py gives the tangent's own graph.
+"""
+
+from ..core.passes import pullback
+from ..core.primitives import NUMBERS
+
+
+def tangents(graph, values, seed, algebra=NUMBERS):
+    """∂node/∂seed for every node (None where it does not depend on seed).
+
+    `seed` is a variable's name, or {name: tangent} to push several
+    directions at once (arrays of tangents, under an array algebra)."""
+    nodes = graph.nodes
+    result = [None] * len(nodes)
+    for name, t in ({seed: 1.0} if isinstance(seed, str) else seed).items():
+        result[graph.inputs[name]] = t
+    add = algebra.add
+    for i, node in enumerate(nodes):
+        if not node.args:
+            continue
+        total = None
+        for j, a in enumerate(node.args):
+            t = result[a]
+            if t is None:
+                continue
+            contribution = pullback(graph, i, t, values, algebra)[j]
+            if contribution is not None:
+                total = contribution if total is None else add(total, contribution)
+        result[i] = total
+    return result
+
+
+def gradient(graph, values, names, algebra=NUMBERS):
+    """{name: ∂output/∂name} by one forward pass per name, and the tangents
+    of every pass (for --nodes)."""
+    passes = {name: tangents(graph, values, name, algebra) for name in names}
+    return {name: 0.0 if t[graph.output] is None else t[graph.output]
+            for name, t in passes.items()}, passes

@@ -1,0 +1,507 @@
+"""A recorded derivative printed as text: adgrad's own language, NumPy, C or LaTeX.
+
+Each language is a small table from op to template, as the primitives are a
+table from op to derivative. A template is (text, precedence, argument
+precedences): `$0`, `$1`, `$2` stand for the arguments, and an argument whose
+own precedence is below the one its slot asks for is put in parentheses, so
+parentheses appear exactly where re-reading the text needs them to rebuild
+the same tree. Precedence: 1 sums, 2 products, 3 signs, 4 powers, 5 atoms;
+comparisons and conditions sit below sums.
+
+The printed text comes only from the graph's nodes: ops through these
+tables, numbers through `repr` of a float, and names that the parser already
+validated, changed (mangled) where the target language reserves them. No text
+a user typed is copied into the output.
+
+A node used more than once is bound once to a name (`t1 = ...`), and so is
+one whose text grows past a line, so that the output's size stays linear in
+the graph's: nothing is ever printed twice.
+"""
+
+import keyword
+import re
+from typing import NamedTuple
+
+from ..core.primitives import FUNCTIONS, PRIMITIVES
+from ..errors import AdgradError
+from .record import Ref
+
+ATOM = 5
+COMPARE = 0.5
+INLINE = 80          # characters: a longer subexpression is bound to a name
+_SLOT = re.compile(r'\$(\d)')
+
+
+class Template(NamedTuple):
+    text: str
+    precedence: float
+    slots: tuple      # the least precedence each argument may have unparenthesized
+
+
+def _t(text, precedence=ATOM, *slots):
+    return Template(text, precedence, slots)
+
+
+def _call(name, arity, left='(', right=')'):
+    return _t(name + left + ', '.join(f'${i}' for i in range(arity)) + right, ATOM, *[0] * arity)
+
+
+# ---- the operators most languages share ----
+
+_ARITHMETIC = {
+    'add': _t('$0 + $1', 1, 1, 2), 'sub': _t('$0 - $1', 1, 1, 2),
+    'mul': _t('$0*$1', 2, 2, 3), 'div': _t('$0/$1', 2, 2, 3),
+    'neg': _t('-$0', 3, 3), 'pos': _t('+$0', 3, 3),
+    'eq': _t('$0 == $1', COMPARE, 1, 1), 'lt': _t('$0 < $1', COMPARE, 1, 1),
+    'ge': _t('$0 >= $1', COMPARE, 1, 1),
+    'le': _t('$0 <= $1', COMPARE, 1, 1), 'gt': _t('$0 > $1', COMPARE, 1, 1),
+}
+
+
+def _functions():
+    """{name: arity} of every function a program may call."""
+    return {name: row.arity for name, row in FUNCTIONS.items() if row.symbol is None}
+
+
+# ---- adgrad: every function is called by its own name ----
+
+ADGRAD = {**_ARITHMETIC,
+          **{name: _call(name, arity) for name, arity in _functions().items()},
+          'pow': _t('$0^$1', 4, ATOM, 3), 'where': _t('if($0, $1, $2)', ATOM, 0, 0, 0),
+          'and': _t('$0 and $1', 0.3, 0.3, COMPARE)}
+
+# ---- NumPy: IEEE results under np.errstate. An op takes the array form its
+# table row names: NumPy's function, a helper written out here where that is
+# short, else adgrad's own (core/arrays.py, imported by the module) ----
+
+NUMPY_HELPERS = {
+    'sigmoid': 'def _sigmoid(a):\n    return 1.0 / (1.0 + np.exp(-a))',
+    'relu': 'def _relu(a):\n    return np.where(a < 0, 0.0, a)',
+    'sign': 'def _sign(a):\n    return np.where(a > 0, 1.0, np.where(a < 0, -1.0, 0.0))',
+    'min': 'def _min(a, b):\n    return np.where((a <= b) | np.isnan(a), a, b)',
+    'max': 'def _max(a, b):\n    return np.where((a >= b) | np.isnan(a), a, b)',
+    'eq': 'def _eq(a, b):\n    return np.equal(a, b).astype(np.float64)',
+    'lt': 'def _lt(a, b):\n    return np.less(a, b).astype(np.float64)',
+    'ge': 'def _ge(a, b):\n    return np.greater_equal(a, b).astype(np.float64)',
+}
+
+
+def numpy_table():
+    from ..core import arrays
+    import numpy as np
+    table = {**_ARITHMETIC, 'pow': _t('$0**$1', 4, ATOM, 3),
+             'where': _t('np.where($0, $1, $2)', ATOM, 0, 0, 0)}
+    for name, row in PRIMITIVES.items():
+        if name in table and name not in NUMPY_HELPERS:
+            continue
+        if name in NUMPY_HELPERS:
+            table[name] = _call('_' + name, row.arity)
+        elif hasattr(arrays, row.array):
+            table[name] = _call('_arrays.' + row.array, row.arity)
+        elif hasattr(np, row.array):
+            table[name] = _call('np.' + row.array, row.arity)
+    del table['le'], table['gt']      # comparisons stay numbers: the helpers' 0.0 and 1.0
+    return table
+
+
+# ---- C99 with math.h: the function of the same convention, or a helper
+# written in the steps of ieee.py's ----
+
+_C_MATH = {'sin', 'cos', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'tanh', 'exp', 'log',
+           'log2', 'log10', 'sqrt', 'atan2', 'hypot', 'cbrt', 'log1p', 'expm1', 'exp2', 'erf',
+           'erfc', 'floor', 'ceil', 'asinh', 'acosh', 'atanh'}
+C_HELPERS = {
+    'sigmoid': 'static double ad_sigmoid(double a) { return 1.0 / (1.0 + exp(-a)); }',
+    'relu': 'static double ad_relu(double a) { return a < 0 ? 0.0 : a; }',
+    'sign': 'static double ad_sign(double a) { return a > 0 ? 1.0 : (a < 0 ? -1.0 : 0.0); }',
+    'min': 'static double ad_min(double a, double b) '
+           '{ return a != a || b != b ? NAN : (a <= b ? a : b); }',
+    'max': 'static double ad_max(double a, double b) '
+           '{ return a != a || b != b ? NAN : (a >= b ? a : b); }',
+    'cot': 'static double ad_cot(double a) { return 1.0 / tan(a); }',
+    'sec': 'static double ad_sec(double a) { return 1.0 / cos(a); }',
+    'csc': 'static double ad_csc(double a) { return 1.0 / sin(a); }',
+    'coth': 'static double ad_coth(double a) { return 1.0 / tanh(a); }',
+    'acot': 'static double ad_acot(double a) { return atan(1.0 / a); }',
+    'acsch': 'static double ad_acsch(double a) { return asinh(1.0 / a); }',
+    'sinc': 'static double ad_sinc(double a) '
+            '{ double p = 3.141592653589793 * a; return a == 0 ? 1.0 : sin(p) / p; }',
+    'softplus': 'static double ad_softplus(double a) { return a > 20.0 ? a : log1p(exp(a)); }',
+    'silu': 'static double ad_silu(double a) { return a / (1.0 + exp(-a)); }',
+    'gelu': 'static double ad_gelu(double a) '
+            '{ return a * 0.5 * (1.0 + erf(a * 0.7071067811865476)); }',
+    'round': 'static double ad_round(double a) { return nearbyint(a); }',
+    'clamp': 'static double ad_clamp(double x, double lo, double hi) '
+             '{ double m = x != x || lo != lo ? NAN : (x >= lo ? x : lo); '
+             'return m != m || hi != hi ? NAN : (m <= hi ? m : hi); }',
+    'sech': 'static double ad_sech(double a) '
+            '{ double c = cosh(a); return c == HUGE_VAL ? 2.0 * exp(-fabs(a)) : 1.0 / c; }',
+    'csch': 'static double ad_csch(double a) { double s = sinh(a); '
+            'return fabs(s) == HUGE_VAL ? copysign(2.0 * exp(-fabs(a)), a) : 1.0 / s; }',
+    'acoth': 'static double ad_acoth(double a) '
+             '{ return copysign(0.5 * log1p(2.0 / (fabs(a) - 1.0)), a); }',
+    'asech': 'static double ad_asech(double a) '
+             '{ double r = sqrt((1.0 - a) * (1.0 + a)); return log1p(((1.0 - a) + r) / a); }',
+    'asec': 'static double ad_asec(double a) { double m = fabs(a); '
+            'return atan2(sqrt(m - 1.0) * sqrt(m + 1.0), a > 0 ? 1.0 : (a < 0 ? -1.0 : 0.0)); }',
+    'acsc': 'static double ad_acsc(double a) { double m = fabs(a); '
+            'return atan2(a > 0 ? 1.0 : (a < 0 ? -1.0 : 0.0), sqrt(m - 1.0) * sqrt(m + 1.0)); }',
+}
+C = {**_ARITHMETIC, 'abs': _t('fabs($0)', ATOM, 0),
+     **{name: _call(name, arity) for name, arity in _functions().items() if name in _C_MATH},
+     **{name: _call('ad_' + name, PRIMITIVES[name].arity) for name in C_HELPERS},
+     'pow': _t('pow($0, $1)', ATOM, 0, 0), 'where': _t('($0 ? $1 : $2)', ATOM, 0, 0, 0),
+     'and': _t('$0 && $1', 0.3, 0.3, COMPARE)}
+
+# ---- LaTeX: \operatorname{name} for what has no sign of its own ----
+
+LATEX = {
+    'add': _t('$0 + $1', 1, 1, 2), 'sub': _t('$0 - $1', 1, 1, 2),
+    'mul': _t('$0 $1', 2, 2, 3), 'div': _t(r'\frac{$0}{$1}', ATOM, 0, 0),
+    'neg': _t('-$0', 3, 3), 'pos': _t('+$0', 3, 3),
+    **{name: _call(rf'\operatorname{{{name}}}', arity, r'\left(', r'\right)')
+       for name, arity in _functions().items()},
+    **{op: _call('\\' + op, 1, r'\left(', r'\right)')
+       for op in ('sin', 'cos', 'tan', 'cot', 'sec', 'csc', 'sinh', 'cosh', 'tanh', 'coth',
+                  'log')},
+    **{op: _call('\\' + name, 1, r'\left(', r'\right)')
+       for op, name in (('asin', 'arcsin'), ('acos', 'arccos'), ('atan', 'arctan'))},
+    'pow': _t('{$0}^{$1}', 4, ATOM, 0), 'exp': _t('e^{$0}', 4, 0),
+    'sqrt': _t(r'\sqrt{$0}', ATOM, 0), 'cbrt': _t(r'\sqrt[3]{$0}', ATOM, 0),
+    'abs': _t(r'\left|$0\right|', ATOM, 0),
+    'log2': _t(r'\log_{2}\left($0\right)', ATOM, 0),
+    'log10': _t(r'\log_{10}\left($0\right)', ATOM, 0),
+    'sigmoid': _t(r'\sigma\left($0\right)', ATOM, 0),
+    'sign': _t(r'\operatorname{sgn}\left($0\right)', ATOM, 0),
+    'min': _t(r'\min\left($0, $1\right)', ATOM, 0, 0),
+    'max': _t(r'\max\left($0, $1\right)', ATOM, 0, 0),
+    'floor': _t(r'\left\lfloor $0 \right\rfloor', ATOM, 0),
+    'ceil': _t(r'\left\lceil $0 \right\rceil', ATOM, 0),
+    'eq': _t('$0 = $1', COMPARE, 1, 1), 'lt': _t('$0 < $1', COMPARE, 1, 1),
+    'ge': _t(r'$0 \geq $1', COMPARE, 1, 1), 'le': _t(r'$0 \leq $1', COMPARE, 1, 1),
+    'gt': _t('$0 > $1', COMPARE, 1, 1), 'and': _t(r'$0 \land $1', 0.3, 0.3, COMPARE),
+    'where': _t(r'\begin{cases} $1 & \text{if } $0 \\ $2 & \text{otherwise} \end{cases}',
+                ATOM, 0, 0, 0),
+}
+
+_COMPARISONS = ('eq', 'lt', 'ge', 'and')
+_MIRRORED = {'ge': 'le', 'lt': 'gt'}
+
+
+def _fill(template, texts):
+    """The template with each slot replaced by its argument, parenthesized
+    where the argument binds more loosely than the slot allows."""
+    parts = []
+    for i, (text, precedence) in enumerate(texts):
+        if precedence < template.slots[i]:
+            text = f'({text})' if template.text != LATEX['pow'].text else rf'\left({text}\right)'
+        elif template.slots[i] >= 3 and text.startswith('-') and template.text.startswith('-'):
+            text = f'({text})'                      # never `--x`
+        parts.append(text)
+    return _SLOT.sub(lambda m: parts[int(m.group(1))], template.text)
+
+
+# ---- numbers and names, per language ----
+
+def _plain_number(value):
+    if value == int(value) and abs(value) < 2 ** 53:
+        return str(int(value))
+    return repr(value)
+
+
+def adgrad_number(value):
+    if value != value:
+        return '0/0', 2
+    if value in (float('inf'), float('-inf')):
+        return ('1/0' if value > 0 else '-1/0'), 2
+    if value == 0 and str(value).startswith('-'):
+        return '-0', 3
+    text = _plain_number(value)
+    return text, (3 if value < 0 else ATOM)
+
+
+def python_number(value):
+    if value != value:
+        return 'np.nan', ATOM
+    if value in (float('inf'), float('-inf')):
+        return ('np.inf' if value > 0 else '-np.inf'), (ATOM if value > 0 else 3)
+    return repr(value), (3 if str(value).startswith('-') else ATOM)
+
+
+def c_number(value):
+    if value != value:
+        return 'NAN', ATOM
+    if value in (float('inf'), float('-inf')):
+        return ('HUGE_VAL' if value > 0 else '-HUGE_VAL'), (ATOM if value > 0 else 3)
+    return repr(value), (3 if str(value).startswith('-') else ATOM)
+
+
+def latex_number(value):
+    if value != value:
+        return r'\mathrm{NaN}', ATOM
+    if value in (float('inf'), float('-inf')):
+        return (r'\infty' if value > 0 else r'-\infty'), (ATOM if value > 0 else 3)
+    text = _plain_number(value)
+    if 'e' in text:
+        mantissa, exponent = text.split('e')
+        power = f'10^{{{int(exponent)}}}'
+        text = power if mantissa in ('1', '1.0') else rf'{mantissa} \cdot {power}'
+        return text, (3 if value < 0 else 2)
+    return text, (3 if value < 0 else ATOM)
+
+
+_GREEK = {'alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta', 'eta', 'theta', 'iota', 'kappa',
+          'lambda', 'mu', 'nu', 'xi', 'pi', 'rho', 'sigma', 'tau', 'upsilon', 'phi', 'chi',
+          'psi', 'omega', 'Gamma', 'Delta', 'Theta', 'Lambda', 'Xi', 'Pi', 'Sigma', 'Phi',
+          'Psi', 'Omega'}
+_SUBSCRIPTED = re.compile(r'([A-Za-z]+)_?(\d+)')
+
+
+def latex_name(name):
+    match = _SUBSCRIPTED.fullmatch(name)
+    if match and (len(match.group(1)) == 1 or match.group(1) in _GREEK):
+        return f'{latex_name(match.group(1))}_{{{match.group(2)}}}'
+    if name in _GREEK:
+        return '\\' + name
+    if len(name) == 1:
+        return name
+    return r'\mathit{' + name.replace('_', r'\_') + '}'
+
+
+_PYTHON_RESERVED = set(keyword.kwlist) | set(keyword.softkwlist) | set(dir(__builtins__)) | {
+    'np', 'f', 'value', 'shape', 'grad'}
+_C_RESERVED = set('''auto break case char const continue default do double else enum extern float
+for goto if inline int long register restrict return short signed sizeof static struct switch
+typedef union unsigned void volatile while bool true false alignas alignof constexpr nullptr
+static_assert thread_local typeof typeof_unqual complex imaginary asm fortran main errno f value
+grad acos asin atan atan2 cos sin tan acosh asinh atanh cosh sinh tanh exp exp2 expm1 frexp ilogb
+ldexp log log10 log1p log2 logb modf scalbn scalbln cbrt fabs hypot pow sqrt erf erfc lgamma
+tgamma ceil floor nearbyint rint lrint llrint round lround llround trunc fmod remainder remquo
+copysign nan nextafter nexttoward fdim fmax fmin fma fpclassify isfinite isinf isnan isnormal
+signbit isgreater isgreaterequal isless islessequal islessgreater isunordered j0 j1 jn y0 y1 yn
+gamma signgam drem finite significand scalb'''.split())
+
+
+def python_safe(name):
+    return name in _PYTHON_RESERVED or name.startswith('_')
+
+
+def c_safe(name):
+    base = name[:-1] if name[-1:] in ('f', 'l') else name
+    return (name in _C_RESERVED or base in _C_RESERVED or name.startswith(('_', 'ad_'))
+            or name.upper() == name)
+
+
+class Names:
+    """Names that cannot collide: with each other, with the language's own
+    words, or with the variables."""
+
+    def __init__(self, reserved=lambda name: False):
+        self.taken, self.reserved, self.counter = set(), reserved, 0
+
+    def claim(self, wanted):
+        name, n = wanted, 1
+        while name in self.taken or self.reserved(name):
+            n += 1
+            name = f'{wanted}_' if n == 2 else f'{wanted}_{n - 1}'
+        self.taken.add(name)
+        return name
+
+    def fresh(self, prefix='t'):
+        while True:
+            self.counter += 1
+            name = f'{prefix}{self.counter}'
+            if name not in self.taken and not self.reserved(name):
+                self.taken.add(name)
+                return name
+
+
+# ---- the walk: which node gets a name, and each node's text ----
+
+class Printed(NamedTuple):
+    bindings: list        # (name, text) in order of definition
+    results: list         # (label, name in the text, text) per result
+    variables: dict       # variable name -> its name in the text
+
+
+def lay_out(derivative, table, number, variable=lambda n: n, reserved=lambda n: False,
+            labels=None, fresh='t', display=lambda name: name):
+    """Text for each result of a Derivative: shared and long subexpressions
+    bound to names, the rest inlined. One loop over the tape, no recursion."""
+    tape = derivative.tape
+    nodes = tape.nodes
+    order = derivative.reachable()
+    uses = {}
+    for i in order:
+        for a in nodes[i].args:
+            uses[a] = uses.get(a, 0) + 1
+    names = Names(reserved)
+    variables = {}
+    for name in tape.inputs:
+        variables[name] = names.claim(variable(name))
+    labels = labels or [label for label, _ in derivative.results]
+    result_of = {}
+    for (label, ref), wanted in zip(derivative.results, labels):
+        if isinstance(ref, Ref) and nodes[ref].op not in ('input', 'const') and ref not in result_of:
+            result_of[ref] = wanted
+    texts, bindings = {}, []
+    program_names = {ref: n for ref, n in tape.names.items() if ref in uses or ref in result_of}
+    for i in order:
+        node = nodes[i]
+        if node.op == 'input':
+            texts[i] = (variables[node.name], ATOM)
+            continue
+        if node.op == 'const':
+            texts[i] = number(node.value)
+            continue
+        op = node.op
+        if op == 'mul' and all(nodes[a].op in _COMPARISONS for a in node.args) and 'and' in table:
+            op = 'and'
+        arguments = [texts[a] for a in node.args]
+        if op in _MIRRORED and op in table and nodes[node.args[0]].op == 'const' \
+                and nodes[node.args[1]].op != 'const' and _MIRRORED[op] in table:
+            op, arguments = _MIRRORED[op], arguments[::-1]     # 0 >= x as x <= 0
+        if op == 'neg' and arguments[0][1] == 2 and not arguments[0][0].startswith('-'):
+            text, precedence = '-' + arguments[0][0], 2     # -(a*b) as -a*b: the same number
+        else:
+            text, precedence = _fill(table[op], arguments), table[op].precedence
+        used = uses.get(i, 0)
+        if i in result_of and used == 0:
+            texts[i] = (text, precedence)             # printed last, under its label
+        elif used >= 2 or len(text) > INLINE or i in result_of:
+            wanted = result_of.get(i) or program_names.get(i)
+            name = names.claim(wanted) if wanted else names.fresh(fresh)
+            bindings.append((display(name), text))
+            texts[i] = (display(name), ATOM)
+        else:
+            texts[i] = (text, precedence)
+    results = []
+    for (label, ref), wanted in zip(derivative.results, labels):
+        text = texts[ref][0] if isinstance(ref, Ref) else number(ref)[0]
+        if isinstance(ref, Ref) and ref in result_of and uses.get(ref, 0) and result_of[ref] == wanted:
+            results.append((label, None, text))       # already bound under its own name
+        else:
+            results.append((label, display(names.claim(wanted)), text))
+    return Printed(bindings, results, variables)
+
+
+# ---- the languages ----
+
+def adgrad_text(derivative, order=1):
+    """A program in adgrad's language whose bindings end with the derivatives."""
+    _check_printable(derivative, ADGRAD, 'adgrad')
+    labels = [_label(label, order) for label, _ in derivative.results]
+    printed = lay_out(derivative, ADGRAD, adgrad_number, labels=labels)
+    lines = [f'{name} = {text}' for name, text in printed.bindings]
+    for label, name, text in printed.results:
+        if name is not None:
+            lines.append(f'{name} = {text}')
+    return '\n'.join(lines) + '\n'
+
+
+def _label(variable, order):
+    return f'd_{variable}' if order == 1 else f'd{order}_{variable}'
+
+
+def latex_text(derivative, order=1, function='f'):
+    """One display-math line per binding and per derivative."""
+    _check_printable(derivative, LATEX, 'latex')
+    printed = lay_out(derivative, LATEX, latex_number, variable=latex_name,
+                      labels=[_label(label, order) for label, _ in derivative.results],
+                      display=_latex_binding)
+    lines = [rf'\[ {name} = {text} \]' for name, text in printed.bindings]
+    for (label, ref), (_, name, text) in zip(derivative.results, printed.results):
+        variable = printed.variables[label]
+        if order == 1:
+            head = rf'\frac{{\partial {function}}}{{\partial {variable}}}'
+        else:
+            head = rf'\frac{{\partial^{{{order}}} {function}}}{{\partial {variable}^{{{order}}}}}'
+        lines.append(rf'\[ {head} = {text} \]')
+    return '\n'.join(lines) + '\n'
+
+
+def _latex_binding(name):
+    match = re.fullmatch(r't(\d+)', name)
+    return f't_{{{match.group(1)}}}' if match else latex_name(name)
+
+
+def numpy_text(derivative):
+    """A Python module: f(x, y, ...) -> (value, {name: gradient}) over arrays."""
+    table = numpy_table()
+    _check_printable(derivative, table, 'numpy')
+    printed = lay_out(derivative, table, python_number, labels=_code_labels(derivative),
+                      variable=lambda n: f'{n}_' if python_safe(n) else n, reserved=python_safe)
+    parameters = ', '.join(printed.variables.values())
+    used = _helpers_used(derivative, NUMPY_HELPERS)
+    lines = ['import numpy as np', '']
+    if any(table[n.op].text.startswith('_arrays.') for n in map(derivative.tape.nodes.__getitem__,
+                                                              derivative.reachable())
+           if n.op in table):
+        lines[1:1] = ['', "from autodiff_cli.core import arrays as _arrays  # forms NumPy lacks"]
+    for op in used:
+        lines += [NUMPY_HELPERS[op], '']
+    lines += ['', f'def f({parameters}):',
+              '    """The value and the gradient {variable: array}, at arrays of points."""']
+    for original, name in printed.variables.items():
+        lines.append(f'    {name} = np.asarray({name}, dtype=np.float64)')
+    lines.append("    with np.errstate(all='ignore'):")
+    lines += [f'        {name} = {text}' for name, text in printed.bindings]
+    outputs = []
+    for label, name, text in printed.results:
+        if name is not None:
+            lines.append(f'        {name} = {text}')
+        outputs.append((label, name or text))
+    shapes = ', '.join(f'np.shape({n})' for n in printed.variables.values())
+    lines.append(f'    shape = np.broadcast_shapes({shapes})')
+    (_, value), gradient = outputs[0], outputs[1:]
+    entries = ', '.join(f'{label!r}: np.broadcast_to({name}, shape).astype(np.float64)'
+                        for label, name in gradient)
+    lines.append(f'    return np.broadcast_to({value}, shape).astype(np.float64), {{{entries}}}')
+    return '\n'.join(lines) + '\n'
+
+
+def c_text(derivative):
+    """C99: void f(double x, ..., double *value, double *grad)."""
+    _check_printable(derivative, C, 'c')
+    printed = lay_out(derivative, C, c_number, labels=_code_labels(derivative),
+                      variable=lambda n: f'{n}_' if c_safe(n) else n, reserved=c_safe)
+    used = _helpers_used(derivative, C_HELPERS)
+    lines = ['#include <math.h>', '']
+    lines += [C_HELPERS[op] for op in used]
+    if used:
+        lines.append('')
+    parameters = ''.join(f'double {n}, ' for n in printed.variables.values())
+    order = ', '.join(f'grad[{i}] = d/d{label}'
+                      for i, (label, _) in enumerate(derivative.results[1:]))
+    lines += [f'/* The value, and the gradient: {order or "none"}. */',
+              f'void f({parameters}double *value, double *grad)', '{']
+    lines += [f'    const double {name} = {text};' for name, text in printed.bindings]
+    for i, (label, name, text) in enumerate(printed.results):
+        target = '*value' if i == 0 else f'grad[{i - 1}]'
+        lines.append(f'    {target} = {text};')
+    if len(printed.results) == 1:
+        lines.append('    (void)grad;')
+    lines.append('}')
+    return '\n'.join(lines) + '\n'
+
+
+def _check_printable(derivative, table, language):
+    nodes = derivative.tape.nodes
+    for i in derivative.reachable():
+        op = nodes[i].op
+        if op not in table and op not in ('input', 'const'):
+            raise AdgradError(f"--lang {language} has no form for '{op}' yet; "
+                              "--lang adgrad prints every function")
+
+
+def _code_labels(derivative):
+    return ['value'] + [f'd_{label}' for label, _ in derivative.results[1:]]
+
+
+def _helpers_used(derivative, helpers):
+    nodes = derivative.tape.nodes
+    ops = {nodes[i].op for i in derivative.reachable()}
+    return [op for op in helpers if op in ops]
+
+
+LANGUAGES = ('adgrad', 'numpy', 'c', 'latex')

@@ -1,0 +1,187 @@
+"""An algebra that records: run a derivative rule over it and the rule builds
+nodes of a new tape instead of computing numbers.
+
+Passed to core.passes.backward, it turns the backward pass into a builder of
+the gradient's own graph; passed to forward.tangents, a builder of the
+tangent's. That graph is an ordinary Graph: it can be evaluated, printed, and
+differentiated again, which is how `diff`, `--order K`, `hessian` and the
+symbolic forward mode are all one mechanism.
+
+Values in this algebra are Refs (node ids of the tape) or plain floats, the
+constants. An operation whose arguments are all constants is folded on the
+spot with the primitive's own float function, so constant folding follows
+exactly the IEEE conventions of evaluation. Every other operation first goes
+through simplify.py's identities, then is made at most once: asking for the
+same op on the same arguments again returns the same node, so shared
+subexpressions stay shared (hash-consing).
+"""
+
+from functools import partial
+
+from ..core.graph import Graph, Node
+from ..core.passes import backward
+from ..core.primitives import PRIMITIVES
+from .simplify import SIMPLIFY
+
+
+class Ref(int):
+    """A node of the tape being recorded (its id); floats are constants."""
+    __slots__ = ()
+
+
+def const_key(value):
+    # 0.0 == -0.0 and nan != nan, so a float cannot be its own key.
+    return ('const', float(value).hex())
+
+
+class Tape:
+    """The recording algebra: one method per primitive, as NUMBERS has."""
+
+    def __init__(self, simplify=True, exact=False):
+        self.exact = exact         # only identities exact in IEEE (simplify.py)
+        self.nodes = []
+        self.index = {}
+        self.inputs = {}
+        self.names = {}            # Ref -> the program's name for it (a binding)
+        self.simplify = simplify
+        self.replaying = False     # the program's own operands keep the order it wrote
+        for name in PRIMITIVES:
+            setattr(self, name, partial(self.apply, name))
+
+    def coerce(self, value):       # forward() asks this of an input's value
+        return value
+
+    def ref(self, x):
+        """The node for x: x itself, or a constant node for a float."""
+        if isinstance(x, Ref):
+            return x
+        return self._make(const_key(x), Node('const', value=float(x)))
+
+    def input(self, name):
+        ref = self._make(('input', name), Node('input', name=name))
+        self.inputs.setdefault(name, ref)
+        return ref
+
+    def _make(self, key, node):
+        found = self.index.get(key)
+        if found is None:
+            found = self.index[key] = Ref(len(self.nodes))
+            self.nodes.append(node)
+        return found
+
+    def apply(self, op, *args):
+        nodes = self.nodes
+        if any(isinstance(a, Ref) and nodes[a].op == 'const' for a in args):
+            args = tuple(nodes[a].value if isinstance(a, Ref) and nodes[a].op == 'const' else a
+                         for a in args)
+        if not any(isinstance(a, Ref) for a in args):
+            return float(PRIMITIVES[op].forward(*args))
+        if op == 'where' and not isinstance(args[0], Ref):
+            return args[1] if args[0] else args[2]
+        if self.simplify:
+            rule = SIMPLIFY.get(op)
+            if rule is not None:
+                result = rule(self, *args)
+                if result is not None:
+                    return result
+        ids = tuple(self.ref(a) for a in args)
+        return self._make((op, *ids), Node(op, ids))
+
+    # ---- looking at what was recorded (for simplify.py) ----
+
+    def op(self, x):
+        return self.nodes[x].op if isinstance(x, Ref) else 'const'
+
+    def args(self, x):
+        return self.nodes[x].args
+
+    def value(self, x):
+        """x's constant value, or None when x is not a constant."""
+        if isinstance(x, Ref):
+            node = self.nodes[x]
+            return node.value if node.op == 'const' else None
+        return x
+
+
+def replay(graph, tape):
+    """Each node of `graph` recorded on `tape`: its Ref, or a float for a
+    constant. The program's binding names are kept for printing."""
+    values = []
+    tape.replaying = True
+    for node in graph.nodes:
+        if node.op == 'input':
+            values.append(tape.input(node.name))
+        elif node.op == 'const':
+            values.append(float(node.value))
+        else:
+            value = getattr(tape, node.op)(*[values[a] for a in node.args])
+            if node.name and isinstance(value, Ref) and tape.nodes[value].op != 'input':
+                tape.names.setdefault(value, node.name)
+            values.append(value)
+    tape.replaying = False
+    for name in graph.inputs:
+        tape.input(name)
+    return values
+
+
+def gradient(graph, tape, values, output=None):
+    """Record the backward pass of `graph` (replayed on `tape` as `values`):
+    the Ref or constant of ∂output/∂v for each variable v, by name."""
+    grads = backward(graph, values, output=output, algebra=tape)
+    return {name: grads[i] for name, i in graph.inputs.items()}
+
+
+class Derivative:
+    """A recorded tape with named results: (name, Ref or float) in order."""
+
+    def __init__(self, tape, results, source=''):
+        self.tape, self.results, self.source = tape, list(results), source
+
+    def graph(self, index=0):
+        """The tape as a Graph whose output is the result at `index` (a
+        constant result gets a node of its own)."""
+        output = self.tape.ref(self.results[index][1])
+        return Graph(self.tape.nodes, output, dict(self.tape.inputs), {}, self.source)
+
+    def reachable(self):
+        """Ids of the nodes the results depend on, in tape order."""
+        nodes = self.tape.nodes
+        seen = bytearray(len(nodes))
+        stack = [r for _, r in self.results if isinstance(r, Ref)]
+        while stack:
+            i = stack.pop()
+            if not seen[i]:
+                seen[i] = 1
+                stack.extend(nodes[i].args)
+        return [i for i in range(len(nodes)) if seen[i]]
+
+
+def differentiate(graph, wrt=None, with_value=False, simplify=True, exact=False):
+    """∂output/∂v of `graph` for each v in `wrt` (default: every variable),
+    as one recorded tape that the derivatives share."""
+    wrt = list(graph.inputs) if wrt is None else list(wrt)
+    tape = Tape(simplify, exact)
+    values = replay(graph, tape)
+    grads = gradient(graph, tape, values)
+    results = [('value', values[graph.output])] if with_value else []
+    results += [(name, grads[name]) for name in wrt]
+    return Derivative(tape, results, graph.source)
+
+
+def nth_derivative(graph, wrt, order, simplify=True, exact=False):
+    """The order-th derivative of the output with respect to one variable:
+    the recorded derivative graph differentiated again, order times, each
+    time on the same tape so that sharing is kept. `exact` keeps only the
+    identities that hold in IEEE arithmetic (for numbers, not for reading)."""
+    tape = Tape(simplify, exact)
+    values = replay(graph, tape)
+    result = values[graph.output]
+    for _ in range(order):
+        if not isinstance(result, Ref):
+            result = 0.0
+            break
+        current = Graph(tape.nodes, result, dict(tape.inputs), {}, graph.source)
+        values = [n.value if n.op == 'const' else Ref(i) for i, n in enumerate(tape.nodes)]
+        grads = backward(current, values, algebra=tape)
+        result = grads[tape.inputs[wrt]]
+    return Derivative(tape, [(wrt, result)], graph.source)

@@ -1,0 +1,150 @@
+"""The collapsed view: each call of a block drawn as one node, as in the
+tutorial's figures 7-10 (x → h(x) → y → f(y) → z).
+
+`collapse()` takes the full scene and folds every top-level block instance
+(`layer#3`, with whatever it calls inside) into one Item of kind 'call'. The
+call node stands for the instance's result: it keeps that node's id, value
+and gradient ∂f/∂result, and its notes give the block's local derivatives
+∂result/∂argument, found by a backward walk over the instance's own nodes
+through pullback(), the one way to call a rule. An edge from an argument
+into the call carries the sum of what flowed into the instance along every
+internal use of it, which is the call's whole share of ∂f/∂argument.
+"""
+
+import re
+
+from ..core.passes import pullback
+from .render import Link, Scene, displayable, node_symbol, number, scene
+
+
+def collapse(graph, values=None, grads=None):
+    """The Scene with every top-level block call as one node."""
+    full = scene(graph, values, grads)
+    graph = displayable(graph)
+    nodes = graph.nodes
+    owner = [None if node.block is None else node.block.partition('/')[0] for node in nodes]
+    members = {}
+    for i, instance in enumerate(owner):
+        if instance is not None:
+            members.setdefault(instance, []).append(i)
+    if not members:
+        return full
+    result = {}
+    for link in full.links:
+        if owner[link.src] is not None and owner[link.dst] != owner[link.src]:
+            result[owner[link.src]] = link.src
+    if owner[graph.output] is not None:
+        result[owner[graph.output]] = graph.output
+    for instance, ids in members.items():   # a call whose value nothing uses
+        result.setdefault(instance, ids[-1])
+    stands_for = [i if owner[i] is None else result[owner[i]] for i in range(len(nodes))]
+
+    links, where = [], {}
+    for link in full.links:
+        src, dst = stands_for[link.src], stands_for[link.dst]
+        if src == dst:
+            continue
+        if (src, dst) in where and owner[link.dst] is not None:   # one edge per argument
+            k = where[src, dst]
+            old = links[k]
+            grad = old.grad if link.grad is None else (
+                link.grad if old.grad is None else old.grad + link.grad)
+            links[k] = Link(src, dst, grad)
+        else:
+            where[src, dst] = len(links)
+            links.append(Link(src, dst, link.grad))
+
+    arguments = {}
+    for link in links:
+        arguments.setdefault(link.dst, []).append(link.src)
+    texts = {}
+    items = [item for item in full.items if owner[item.id] is None]
+    for instance, ids in members.items():
+        r = result[instance]
+        item = full.items[r]
+        args = arguments.get(r, [])
+        texts[r] = call_text(graph, instance, r, args, texts, full.f)
+        notes = ()
+        if values is not None:
+            local = local_derivatives(graph, [i for i in ids if i <= r], r, values)
+            me = item.symbol if nodes[r].name is not None else texts[r]
+            notes = tuple(f'∂{_wrap(me)}/∂{_wrap(_name(graph, a, texts, full.f))} = '
+                          f'{number(local.get(a, 0.0))}' for a in args
+                          if full.items[a].kind != 'const')
+        items.append(item._replace(kind='call', title=instance.partition('#')[0],
+                                   expr=texts[r], block=None, notes=notes,
+                                   symbol=item.symbol if nodes[r].name is not None
+                                   else _wrap(texts[r])))
+    items.sort(key=lambda item: item.id)
+    return Scene(items, links, [], full.f, full.output)
+
+
+def local_derivatives(graph, ids, result, values):
+    """{node outside the instance: ∂result/∂node}, by the chain rule over the
+    instance's nodes `ids` (tape order) alone."""
+    inside = set(ids)
+    local = {result: 1.0}
+    for i in reversed(ids):
+        g = local.get(i)
+        if g is None or not graph.nodes[i].args:
+            continue
+        for a, flow in zip(graph.nodes[i].args, pullback(graph, i, g, values)):
+            if flow is not None:
+                local[a] = local.get(a, 0.0) + flow
+    return {a: d for a, d in local.items() if a not in inside}
+
+
+def _name(graph, i, texts, f):
+    """An argument as the caller names it: its name, else its call or its text."""
+    if graph.nodes[i].name is not None:
+        return node_symbol(graph, i, f)
+    return texts.get(i) or node_symbol(graph, i, f)
+
+
+def _wrap(text):
+    return text if _PLAIN.fullmatch(text) else f'({text})'
+
+
+_PLAIN = re.compile(r'[A-Za-z_][A-Za-z0-9_]*|[0-9.]+')
+CALL_LIMIT = 40
+
+
+def call_text(graph, instance, r, args, texts, f):
+    """The call as the program wrote it, `y = h(x)`: found by its binding in the
+    source when the result is bound by name, else rebuilt from the arguments
+    as the caller names them, in order of first use."""
+    block = instance.partition('#')[0]
+    name = graph.nodes[r].name
+    if name is not None:
+        written = _written_call(graph.source, name, block)
+        if written is not None:
+            return f'{name} = {block}({_short(written)})'
+    shown = ', '.join(_name(graph, a, texts, f) for a in args)
+    text = f'{block}({_short(shown)})'
+    return f'{name} = {text}' if name is not None else text
+
+
+def _short(text):
+    text = ' '.join(text.split())
+    if len(text) > CALL_LIMIT:
+        return text[:CALL_LIMIT // 2] + '…' + text[-(CALL_LIMIT - CALL_LIMIT // 2 - 1):]
+    return text
+
+
+def _written_call(source, name, block):
+    """The argument text of `name = block(...)` in the source, or None."""
+    match = re.search(rf'(?<![\w]){re.escape(name)}[ \t]*=[ \t]*{re.escape(block)}[ \t]*\(',
+                      source)
+    if match is None:
+        return None
+    depth, start = 1, match.end()
+    for k in range(start, min(len(source), start + 10_000)):
+        if source[k] == '(':
+            depth += 1
+        elif source[k] == ')':
+            depth -= 1
+            if depth == 0:
+                # Only a call that is the whole right-hand side: `y = h(x)`, not `y = h(x) + 1`.
+                rest = re.split(r'[\r\n;]', source[k + 1:k + 200], maxsplit=1)[0]
+                return source[start:k] if not rest.strip() else None
+    return None

@@ -1,0 +1,170 @@
+"""Gradient health: which gradients vanish, explode, are not finite, or are
+blocked, and why. The tutorial's "Debugging" section, as data.
+
+`diagnose()` classifies every node from the values and gradients backward()
+computed (it recomputes nothing but the local derivatives of the nodes that
+blocked a gradient, through pullback()); `--color magnitude` draws it, and
+`explain()` says it in lines of text for `adgrad grad --explain`. No I/O.
+
+Thresholds are relative to the output's own gradient, which is 1: below
+VANISHING a gradient has all but vanished, above EXPLODING it has exploded.
+"""
+
+import math
+from typing import NamedTuple
+
+from ..core.passes import pullback, receives_gradient
+
+VANISHING = 1e-4
+EXPLODING = 1e4
+
+# Ops that pass no gradient to an argument at some points, and what that means.
+GATES = {
+    'relu': 'relu passes no gradient where its input is below 0',
+    'max': 'max passes the gradient only to the larger argument',
+    'min': 'min passes the gradient only to the smaller argument',
+    'clamp': 'clamp passes no gradient where its input is outside the bounds',
+    'where': 'where passes no gradient to the branch not taken',
+    'abs': 'abs has gradient 0 at 0',
+    'sign': 'sign is a step: its derivative is 0',
+    'floor': 'floor is a step: its derivative is 0',
+    'ceil': 'ceil is a step: its derivative is 0',
+    'round': 'round is a step: its derivative is 0',
+    'eq': 'a comparison has no gradient',
+    'lt': 'a comparison has no gradient',
+    'ge': 'a comparison has no gradient',
+}
+
+
+class Health(NamedTuple):
+    state: str           # 'ok', 'vanishing', 'exploding', 'nonfinite', 'blocked', 'zero', or
+                         # 'none' (no gradient reaches it: a constant, or unused)
+    magnitude: float | None   # log10 |gradient|, None unless finite and nonzero
+    reason: str | None   # why it is blocked or zero: names the node where the chain broke
+    blocker: int | None  # that node's id
+
+
+def _text(graph, i):
+    return graph.text(i, 30) or graph.label(i)
+
+
+def diagnose(graph, values, grads):
+    """One Health per node, in tape order."""
+    nodes = graph.nodes
+    live = receives_gradient(graph)
+    result = [None] * len(nodes)
+    blocked_by = [None] * len(nodes)   # (blocker id, reason) for a zero gradient
+    users = [[] for _ in nodes]
+    for c in range(graph.output + 1):
+        if live[c]:
+            for position, a in enumerate(nodes[c].args):
+                users[a].append((c, position))
+    for i in range(len(nodes) - 1, -1, -1):
+        g = grads[i]
+        if not live[i] or g is None:
+            result[i] = Health('none', None, None, None)
+            continue
+        if not math.isfinite(g):
+            result[i] = Health('nonfinite', None, f'the gradient is {g!r}', None)
+            continue
+        if g == 0:
+            blocker, reason = _why_zero(graph, i, users[i], values, grads, blocked_by)
+            blocked_by[i] = (blocker, reason)
+            gated = blocker is not None and nodes[blocker].op in GATES
+            result[i] = Health('blocked' if gated else 'zero', None, reason, blocker)
+            continue
+        size = abs(g)
+        state = 'vanishing' if size < VANISHING else 'exploding' if size > EXPLODING else 'ok'
+        result[i] = Health(state, math.log10(size), None, None)
+    return result
+
+
+def _why_zero(graph, i, uses, values, grads, blocked_by):
+    """(node, reason) where the gradient of node i became zero."""
+    for c, position in uses:
+        if grads[c] == 0 and blocked_by[c] is not None and blocked_by[c][0] is not None:
+            return blocked_by[c]
+    for c, position in uses:
+        local = pullback(graph, c, 1.0, values)[position]
+        if local is None or local == 0:
+            op = graph.nodes[c].op
+            why = GATES.get(op, f'∂({_text(graph, c)})/∂({_text(graph, i)}) is 0 here')
+            return c, f'blocked at {_text(graph, c)} (node {c}): {why}'
+    return None, 'the terms that reach it cancel exactly'
+
+
+def first_nonfinite_gradient(health):
+    """Id of the last node on the tape (the first the backward pass reaches)
+    whose gradient is not finite, or None."""
+    for i in range(len(health) - 1, -1, -1):
+        if health[i].state == 'nonfinite':
+            return i
+    return None
+
+
+def explain(graph, values, grads, health=None):
+    """The diagnosis as lines of text: for each input, where along the path
+    from the output its gradient shrinks or grows most; the nodes that block
+    gradients; the first non-finite gradient."""
+    health = health or diagnose(graph, values, grads)
+    lines = []
+    bad = first_nonfinite_gradient(health)
+    if bad is not None:
+        lines.append(f'first non-finite gradient: ∂/∂{_text(graph, bad)} (node {bad}) '
+                     f'= {grads[bad]!r}; the backward pass reaches it first')
+    for name, i in graph.inputs.items():
+        h = health[i]
+        if h.state == 'none':
+            lines.append(f'{name}: the output does not depend on it')
+            continue
+        if h.state in ('blocked', 'zero'):
+            lines.append(f'{name}: gradient 0, {h.reason}')
+            continue
+        if h.state == 'nonfinite':
+            lines.append(f'{name}: gradient {grads[i]!r}')
+            continue
+        where, factor = _steepest(graph, i, grads)
+        text = f'{name}: gradient {grads[i]:.4g}'
+        if h.state in ('vanishing', 'exploding'):
+            text += f' ({h.state}: |gradient| {"<" if h.state == "vanishing" else ">"} '
+            text += f'{VANISHING if h.state == "vanishing" else EXPLODING:g})'
+        if where is not None:
+            verb = 'shrinks' if factor < 1 else 'grows'
+            text += (f'; on its path from the output it {verb} most at '
+                     f'{_text(graph, where)} (node {where}), by a factor of {factor:.3g}')
+        lines.append(text)
+    blockers = {}
+    for i, h in enumerate(health):
+        if h.state == 'blocked' and h.blocker is not None:
+            blockers.setdefault(h.blocker, []).append(i)
+    for b, ids in sorted(blockers.items()):
+        lines.append(f'{_text(graph, b)} (node {b}) blocks the gradient of '
+                     f'{len(ids)} node{"s" if len(ids) != 1 else ""}: '
+                     f'{GATES.get(graph.nodes[b].op, "its local derivative is 0")}')
+    if not lines:
+        lines.append('no inputs')
+    return lines
+
+
+def _steepest(graph, i, grads):
+    """Along the path by which most of node i's gradient arrives (at each node,
+    the consumer with the largest |gradient|), the step where |∂f/∂node|
+    changes by the largest factor: (that consumer, ratio node/consumer)."""
+    consumers = [[] for _ in graph.nodes]
+    for c in range(graph.output + 1):
+        for a in graph.nodes[c].args:
+            consumers[a].append(c)
+    best, ratio, node = None, 1.0, i
+    for _ in range(len(graph.nodes)):
+        after = [c for c in consumers[node] if grads[c] is not None and math.isfinite(grads[c])
+                 and grads[c] != 0]
+        if not after or node == graph.output:
+            break
+        c = max(after, key=lambda k: abs(grads[k]))
+        g_here, g_next = abs(grads[node]), abs(grads[c])
+        if g_here and math.isfinite(g_here):
+            r = g_here / g_next
+            if abs(math.log10(r)) > abs(math.log10(ratio)):
+                best, ratio = c, r
+        node = c
+    return best, ratio

@@ -1,0 +1,439 @@
+"""Styling a Scene: plain data about nodes and edges -> a graphviz.Digraph.
+
+This module knows nothing about the tape. `style()` turns a Scene (see
+render.py) into DOT attributes; a `Frame` draws one step of a pass, a `Look`
+holds the options for slides (colour by gradient magnitude, the legend, font
+scale, size, products on edges, rows for long chains).
+"""
+
+import math
+from typing import NamedTuple
+
+import graphviz
+
+from .text import esc, number
+
+PASSES = ('structure', 'forward', 'backward')
+RANKDIRS = ('LR', 'TB')
+COLORS = ('plain', 'magnitude')
+# Up to this layout size, gradients are labelled mid-edge (see style()); past
+# LARGE, dot is told to spend less effort on the layout.
+EDGE_LABELS = 150
+LARGE = 1000
+SLIDE_WIDTH = 13.3   # inches: 1920 px at the 144 dpi of a PNG, a 16:9 slide's width
+FONT_SIZE = 12   # every text on a picture, in points: legible on a projected slide
+
+# Each colour has one meaning, shared by the picture, the legend and the README.
+INK = '#1c1917'          # text and operation borders
+FORWARD = '#2563eb'      # blue: the forward pass, its arrows and the values it computes
+BACKWARD = '#0891b2'     # cyan: the backward pass, dashed arrows carrying gradients
+KNOWN = '#dcfce7'        # green fill: the node's gradient ∂f/∂node is known
+KNOWN_EDGE = '#16a34a'
+KNOWN_TEXT = '#15803d'   # green: every gradient number, on nodes and on edges alike
+BACKWARD_TEXT = KNOWN_TEXT
+JUST_DONE = '#86efac'    # bright green: the node a step has just finished
+INPUT_FILL = '#eff6ff'   # inputs: ovals, light blue
+CONST_FILL = '#f5f5f4'   # constants: small grey boxes
+CONST_EDGE = '#a8a29e'
+MUTED = '#57534e'        # secondary text: the source expression; dark enough for a projector
+FONT = 'DejaVu Sans,Helvetica,Arial,sans-serif'
+
+# --color magnitude: log10 |gradient| in bins, one colour per decade pair, on
+# a scale from vanished (violet) through healthy (green) to exploded (orange).
+SCALE = ((-math.inf, '#c4b5fd', '< 1e-6'), (-6, '#ddd6fe', '1e-6'), (-4, '#e0f2fe', '1e-4'),
+         (-2, '#bbf7d0', '0.01'), (0, '#86efac', '1'), (2, '#fde68a', '100'),
+         (4, '#fdba74', '1e4'), (6, '#fb923c', '> 1e6'))
+NONFINITE = '#dc2626'    # red: an inf or nan gradient
+BLOCKED = '#d6d3d1'      # grey: exactly zero, blocked by a relu, max, clamp or conditional
+BLOCKED_TEXT = '#57534e'
+
+
+class Frame(NamedTuple):
+    """One step of a pass, for style(): which nodes are done so far."""
+    done: frozenset      # ids whose gradient (or value, going forward) is final
+    current: int         # the node this step finished
+    caption: str         # what the step did
+    forward: bool = False   # a step of the forward pass: values appear, no gradients
+
+
+class Look(NamedTuple):
+    """How a picture is dressed, for slides as much as for screens."""
+    color: str = 'plain'         # or 'magnitude'
+    legend: bool = True
+    font_scale: float = 1.0
+    size: str | None = None      # Graphviz's size, 'W,H' in inches: scaled down to fit
+    products: bool = False       # label gradient edges '4 · 3 = 12', not just '12'
+    width: float | None = SLIDE_WIDTH   # wrap a long chain onto rows this wide (inches)
+    caption: bool = True         # a step's caption inside the picture (the page shows its own)
+
+
+def scale_color(magnitude):
+    color = SCALE[0][1]
+    for low, fill, _ in SCALE:
+        if magnitude >= low:
+            color = fill
+    return color
+
+
+def _row(text, color=None, size=None, bold=False):
+    """One line of an HTML-like label; the text is escaped here and nowhere else."""
+    text = esc(text)
+    if bold:
+        text = f'<B>{text}</B>'
+    if color or size:
+        font = (f' POINT-SIZE="{size}"' if size else '') + (f' COLOR="{color}"' if color else '')
+        text = f'<FONT{font}>{text}</FONT>'
+    return f'<TR><TD>{text}</TD></TR>'
+
+
+def grad_text(item):
+    """The gradient as a label shows it: rounding noise of cancelling terms is ≈0."""
+    return '≈0' if item.cancels else number(item.grad)
+
+
+def _label(item, f, show_value, show_grad, pending, look):
+    """What it is, what it computes, its value, its gradient: one line each."""
+    rows = [_row(item.title, bold=True)]
+    if item.expr:
+        rows.append(_row(item.expr, MUTED))
+    if show_value and not (item.kind == 'const' and item.title == number(item.value)):
+        value = number(item.value)
+        if pending == 'value':   # as wide as the number to come, as for gradients below
+            value = '?' + '\u2007' * (len(value) - 1)
+        rows.append(_row(value, MUTED if pending else FORWARD))
+    if show_grad:
+        known = grad_text(item)
+        if pending:
+            # As wide as the number to come (U+2007 is a digit's width), so
+            # nodes keep their size and place from one frame to the next.
+            known = '?' + '\u2007' * (len(known) - 1)
+        health = item.health
+        color = MUTED if pending else KNOWN_TEXT
+        if look.color == 'magnitude' and health is not None and not pending:
+            color = NONFINITE if health.state == 'nonfinite' else (
+                BLOCKED_TEXT if health.state in ('blocked', 'zero') else INK)
+        text = f'∂{f}/∂{item.symbol} = {known}'
+        if look.color == 'magnitude' and health is not None and health.state in (
+                'vanishing', 'exploding') and not pending:
+            text += f'  ({health.state})'
+        rows.append(_row(text, color, bold=look.color == 'magnitude'
+                         and health is not None and health.state == 'nonfinite'))
+        if look.color == 'magnitude' and health is not None and health.reason and not pending \
+                and health.state != 'nonfinite':
+            rows.append(_row(health.reason, BLOCKED_TEXT))
+    if not pending:
+        rows.extend(_row(note, INK) for note in item.notes)
+    return ('<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">'
+            + ''.join(rows) + '</TABLE>>')
+
+
+_SHAPES = {
+    'input': dict(shape='ellipse', style='filled', fillcolor=INPUT_FILL, color=FORWARD),
+    'const': dict(shape='box', style='filled', fillcolor=CONST_FILL, color=CONST_EDGE),
+    'op': dict(shape='box', style='rounded,filled', fillcolor='white', color=INK),
+    'output': dict(shape='box', style='rounded,filled', fillcolor='white', color=INK,
+                   peripheries='2', penwidth='1.5'),
+    'call': dict(shape='box', style='dashed,filled', fillcolor='white', color=INK,
+                 penwidth='1.5'),
+}
+
+
+def _node_attrs(item, mode, frame, look, output):
+    attrs = dict(_SHAPES[item.kind])
+    if item.id == output and item.kind == 'call':
+        attrs['peripheries'] = '2'
+    # The fill says what is known; the shape and border still say what it is.
+    if mode == 'backward' and item.live and (frame is None or frame.forward is False):
+        if look.color == 'magnitude' and item.health is not None and frame is None:
+            state = item.health.state
+            attrs['fillcolor'] = (NONFINITE if state == 'nonfinite' else
+                                  BLOCKED if state in ('blocked', 'zero') else
+                                  scale_color(item.health.magnitude))
+            if state in ('vanishing', 'exploding', 'nonfinite'):
+                attrs['penwidth'] = '3'
+                attrs['color'] = NONFINITE if state == 'nonfinite' else INK
+            if state == 'nonfinite':
+                attrs['fontcolor'] = 'white'
+        elif frame is None or item.id in frame.done:
+            attrs['fillcolor'] = KNOWN
+        if frame is not None and item.id == frame.current:
+            attrs.update(fillcolor=JUST_DONE, penwidth='3')
+    if frame is not None and frame.forward and item.id == frame.current:
+        attrs.update(fillcolor='#bfdbfe', penwidth='3', color=FORWARD)
+    return attrs
+
+
+def _swatch(text, fill, edge, rounded=False):
+    style = ' STYLE="rounded"' if rounded else ''
+    return (f'<TD BGCOLOR="{fill}" COLOR="{edge}" BORDER="1"{style}>'
+            f'&nbsp;{esc(text)}&nbsp;</TD>')
+
+
+def _legend(kinds, f, mode, frame, look):
+    """One row of swatches for what this picture shows: every colour in it is explained."""
+    cells = []
+    for kind, text, fill, edge in (('input', 'input', INPUT_FILL, FORWARD),
+                                   ('const', 'constant', CONST_FILL, CONST_EDGE),
+                                   ('op', 'operation', 'white', INK),
+                                   ('call', 'block call (dashed)', 'white', INK),
+                                   ('output', 'output (double border)', 'white', INK)):
+        if kind in kinds:
+            cells.append(_swatch(text, fill, edge, rounded=kind == 'input'))
+    if mode == 'backward' and look.color == 'magnitude' and frame is None:
+        cells.append(f'<TD>|∂{esc(f)}/∂node|:</TD>')
+        cells.extend(_swatch(text, fill, INK) for _, fill, text in SCALE)
+        cells.append(_swatch('inf / nan', NONFINITE, NONFINITE))
+        cells.append(_swatch('0: blocked', BLOCKED, INK))
+    elif mode == 'backward' and (frame is None or not frame.forward):
+        cells.append(_swatch('gradient known', KNOWN, KNOWN_EDGE))
+        if frame is not None:
+            cells.append(_swatch('finished in this step', JUST_DONE, KNOWN_EDGE))
+    if frame is not None and frame.forward:
+        cells.append(_swatch('computed in this step', '#bfdbfe', FORWARD))
+    if mode != 'structure':
+        cells.append(f'<TD><FONT COLOR="{FORWARD}">──▶ forward: values</FONT></TD>')
+    if mode == 'backward' and (frame is None or not frame.forward):
+        cells.append(f'<TD><FONT COLOR="{BACKWARD}">◀╌╌</FONT>'
+                     f'<FONT COLOR="{KNOWN_TEXT}"> backward: gradients</FONT></TD>')
+    return f'<TABLE BORDER="0" CELLSPACING="4" CELLPADDING="2"><TR>{"".join(cells)}</TR></TABLE>'
+
+
+def block_labels(blocks):
+    """{block path: 'block h'}, or 'block h, call 2' for a block called more than once."""
+    calls = {}
+    for path in blocks:
+        name = path.rpartition('/')[2].partition('#')[0]
+        calls[name] = calls.get(name, 0) + 1
+    labels = {}
+    for path in blocks:
+        name, _, call = path.rpartition('/')[2].partition('#')
+        labels[path] = f'block {name}' if calls[name] == 1 else f'block {name}, call {call}'
+    return labels
+
+
+def _clusters(blocks, fontsize):
+    """{block path: an empty cluster with its label}."""
+    labels = block_labels(blocks)
+    return {path: graphviz.Digraph(f'cluster_b{k}', graph_attr=dict(
+                label=f'<{esc(labels[path])}>', style='rounded,dashed', color=MUTED,
+                fontcolor=MUTED, fontsize=fontsize, labeljust='l', labelloc='b'))
+            for k, path in enumerate(blocks)}
+
+
+def _attach(dot, blocks, bodies):
+    """Nest the clusters. graphviz copies a subgraph's text when it is attached,
+    so children go in first: walk the blocks backwards (children come after
+    their parents) and attach each one's children in order of first use."""
+    children = {path: [] for path in blocks}
+    roots = []
+    for path in blocks:
+        parent = path.rpartition('/')[0]
+        (children[parent] if parent else roots).append(path)
+    for path in reversed(blocks):
+        for child in children[path]:
+            bodies[path].subgraph(bodies[child])
+    for path in roots:
+        dot.subgraph(bodies[path])
+
+
+def ranks(scene):
+    """Each node's rank as dot tends to place it: after its arguments, then
+    pulled up to just before the first node that uses it."""
+    items, links = scene.items, scene.links
+    place = {item.id: k for k, item in enumerate(items)}
+    rank = [0] * len(items)
+    for link in links:                       # tape order: args come first
+        rank[place[link.dst]] = max(rank[place[link.dst]], rank[place[link.src]] + 1)
+    users = [[] for _ in items]
+    for link in links:
+        users[place[link.src]].append(place[link.dst])
+    for k in range(len(items) - 1, -1, -1):
+        if users[k]:
+            rank[k] = min(rank[u] for u in users[k]) - 1
+    return rank, place
+
+
+def layout_size(scene):
+    """About how many nodes dot will lay out: the nodes, plus one for every rank
+    a long edge crosses. A value used far apart (a weight fed to every step of
+    a long chain) makes edges that span many ranks, and dot's time grows with
+    those, not with the nodes alone."""
+    rank, place = ranks(scene)
+    return len(scene.items) + sum(max(0, rank[place[link.dst]] - rank[place[link.src]] - 1)
+                                  for link in scene.links)
+
+
+_CHAR = 0.58         # a character of DejaVu Sans, in ems, on average over labels
+_GAP = 0.6           # inches between ranks: ranksep plus an edge label
+
+
+def label_width(item, points):
+    """About how wide dot will draw a node, in inches, from its longest line."""
+    lines = [item.title, item.expr or '', *item.notes]
+    if item.value is not None:
+        lines.append(f'{item.value:.4g}')
+    if item.grad is not None:
+        lines.append(f'∂f/∂{item.symbol} = {item.grad:.4g}')
+    return max(map(len, lines)) * _CHAR * points / 72 + 0.35
+
+
+def rows(scene, width, points):
+    """{node id: row} to wrap a picture wider than `width` inches onto rows, as
+    a long line of text wraps, a rank at a time; None when it fits or has
+    block boxes (a box cannot be split across rows)."""
+    if width is None or scene.blocks or not scene.items:
+        return None
+    rank, place = ranks(scene)
+    widest = [0.0] * (max(rank) + 1)
+    for item in scene.items:
+        r = rank[place[item.id]]
+        widest[r] = max(widest[r], label_width(item, points))
+    if sum(widest) + _GAP * (len(widest) - 1) <= width:
+        return None
+    row_of, row, used = [], 0, 0.0
+    for w in widest:
+        if used and used + _GAP + w > width:
+            row, used = row + 1, 0.0
+        used += (_GAP if used else 0.0) + w
+        row_of.append(row)
+    return {item.id: row_of[rank[place[item.id]]] for item in scene.items}
+
+
+def style(scene, mode='backward', rankdir='LR', frame=None, look=Look()):
+    """Turn a Scene into a graphviz.Digraph; `frame` draws one step of a pass."""
+    if mode not in PASSES:
+        raise ValueError(f'mode must be one of {PASSES}')
+    if look.color not in COLORS:
+        raise ValueError(f'color must be one of {COLORS}')
+    show_value = mode != 'structure'
+    size = layout_size(scene)
+    small = size <= EDGE_LABELS
+    points = FONT_SIZE * look.font_scale
+    font = f'{points:g}'
+    wrapped = rows(scene, look.width, points)
+    graph_attr = dict(rankdir='TB' if wrapped else rankdir, fontname=FONT, fontsize=font,
+                      nodesep='0.35', ranksep='0.5' if small else '0.9', labelloc='b',
+                      labeljust='l', newrank='true')
+    if look.size:
+        graph_attr['size'] = look.size
+    if size > LARGE:
+        # Cap dot's network-simplex and crossing passes: a few more crossings
+        # in a picture this size, and seconds instead of minutes.
+        graph_attr.update(nslimit='2', nslimit1='2', mclimit='0.5')
+    dot = graphviz.Digraph(
+        'adgrad', graph_attr=graph_attr,
+        node_attr=dict(fontname=FONT, fontsize=font, color=INK, fontcolor=INK,
+                       margin='0.12,0.06'),
+        edge_attr=dict(fontname=FONT, fontsize=font, arrowsize='0.7'))
+
+    # Nodes go into their block's cluster. A constant used once is ranked with
+    # the op that uses it, so it hangs beside that op and the main line of
+    # data reads x → [h] → [f] straight across, as in the tutorial's figures.
+    bodies = _clusters(scene.blocks, font)
+    uses, arguments = {}, {}
+    for link in scene.links:
+        uses.setdefault(link.src, []).append(link.dst)
+        arguments.setdefault(link.dst, []).append(link.src)
+    kinds = {item.id: item for item in scene.items}
+    beside = set()   # those constants: their edges are flat, within one rank
+    for item in scene.items:
+        pending = None
+        if frame is not None and item.id not in frame.done:
+            pending = 'value' if frame.forward else 'grad'
+        show_grad = mode == 'backward' and item.live and not (frame is not None and frame.forward)
+        target = bodies[item.block] if item.block is not None else dot
+        target.node(f'n{item.id}', _label(item, scene.f, show_value, show_grad, pending, look),
+                    **_node_attrs(item, mode, frame, look, scene.output))
+        if wrapped is not None:
+            continue
+        for a in dict.fromkeys(arguments.get(item.id, ())):
+            const = kinds[a]
+            if const.kind == 'const' and uses[a] == [item.id] and const.block == item.block:
+                beside.add(a)
+                with target.subgraph() as same:
+                    same.attr(rank='same')
+                    same.node(f'n{item.id}')
+                    same.node(f'n{a}')
+    _attach(dot, scene.blocks, bodies)
+    if wrapped is not None:
+        _rows(dot, scene, wrapped)
+
+    for link in scene.links:
+        attrs = dict(color=FORWARD if show_value else INK)
+        if wrapped is not None and wrapped[link.src] != wrapped[link.dst]:
+            attrs['constraint'] = 'false'   # rows stack by the invisible edges of _rows()
+        dot.edge(f'n{link.src}', f'n{link.dst}', **attrs)
+    if mode == 'backward' and not (frame is not None and frame.forward):
+        for link in scene.links:
+            if link.grad is None:
+                continue
+            # Drawn tail -> head with dir=back, so the layout is the forward one
+            # and every frame of a step series keeps the same positions; edges
+            # a frame has not reached yet are there, but invisible.
+            attrs = dict(dir='back', style='dashed', color=BACKWARD, fontcolor=KNOWN_TEXT)
+            if look.color == 'magnitude' and frame is None:
+                attrs.update(_edge_health(link.grad))
+            # A label sits mid-edge, clear of other lines, but dot lays it out
+            # as one more node per edge, and past EDGE_LABELS that costs
+            # seconds: larger graphs (and flat edges, whose label would sit on
+            # the forward edge) get an xlabel, placed after the layout.
+            mid = small and link.src not in beside and (
+                wrapped is None or wrapped[link.src] != wrapped[link.dst])
+            text = number(link.grad)
+            if look.products and link.local is not None:
+                upstream = kinds[link.dst].grad
+                text = f'{_factor(upstream)} · {_factor(link.local)} = {text}'
+            attrs['label' if mid else 'xlabel'] = text
+            if frame is not None and link.src not in frame.done:
+                attrs['style'] = 'invis'
+            elif frame is not None and link.src == frame.current:
+                attrs.update(style='bold,dashed', penwidth='2.5', color=KNOWN_TEXT,
+                             fontcolor=KNOWN_TEXT)
+            dot.edge(f'n{link.src}', f'n{link.dst}', **attrs)
+
+    lines = []
+    if frame is not None and look.caption:
+        lines.append(f'<TR><TD ALIGN="LEFT"><FONT POINT-SIZE="{points + 2:g}">'
+                     f'{esc(frame.caption)}</FONT></TD></TR>')
+    if look.legend:
+        lines.append(f'<TR><TD ALIGN="LEFT">'
+                     f'{_legend({i.kind for i in scene.items}, scene.f, mode, frame, look)}</TD></TR>')
+    if lines:
+        dot.attr(label=f'<<TABLE BORDER="0" CELLPADDING="2">{"".join(lines)}</TABLE>>')
+    return dot
+
+
+def _rows(dot, scene, wrapped):
+    """Each row on one rank, left to right; rows stacked and aligned on the left
+    by invisible edges between their first nodes."""
+    first = {}
+    for row in sorted(set(wrapped.values())):
+        with dot.subgraph() as same:
+            same.attr(rank='same')
+            for item in scene.items:
+                if wrapped[item.id] == row:
+                    same.node(f'n{item.id}')
+                    first.setdefault(row, item.id)
+    for row in sorted(first)[1:]:
+        dot.edge(f'n{first[row - 1]}', f'n{first[row]}', style='invis', weight='10')
+
+
+def _edge_health(grad):
+    if not math.isfinite(grad):
+        return dict(color=NONFINITE, fontcolor=NONFINITE, penwidth='2')
+    if grad == 0:
+        return dict(color=BLOCKED, fontcolor=BLOCKED_TEXT)
+    magnitude = math.log10(abs(grad))
+    return dict(color=_darker(scale_color(magnitude)), fontcolor=INK, penwidth='2')
+
+
+def _darker(color):
+    """A line colour from a fill colour: the same hue at 60% brightness."""
+    r, g, b = (int(color[k:k + 2], 16) for k in (1, 3, 5))
+    return '#{:02x}{:02x}{:02x}'.format(*(int(v * 0.6) for v in (r, g, b)))
+
+
+def _factor(x):
+    """A number inside a product: negative ones in parentheses, 4 · (-2)."""
+    text = number(x)
+    return f'({text})' if text.startswith('-') else text

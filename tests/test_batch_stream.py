@@ -1,0 +1,293 @@
+"""Batches that stream: hostile points files (issue 12), chunk boundaries,
+all-or-nothing output (-o FILE, stdout after a first pass), Parquet."""
+
+import csv
+import io
+import json
+import math
+import os
+import signal
+import sys
+
+import pytest
+
+from tests.helpers import evaluate, run_main
+
+
+def _file(tmp_path, name, data):
+    path = tmp_path / name
+    path.write_bytes(data.encode('utf-8', 'surrogatepass') if isinstance(data, str) else data)
+    return str(path)
+
+
+def _csv_rows(text):
+    return list(csv.reader(io.StringIO(text, newline='')))
+
+
+DEEP = '{"x": ' + '[' * 100_000 + ']' * 100_000 + '}\n'
+
+# name, contents, extra arguments, exit code, what stderr says (or stdout's CSV rows on exit 0)
+HOSTILE = [
+    ('quoted new line, two rows', 'p.csv', 'label,x\n"a\nb",1\n"c",2\n', [], 0,
+     [['label', 'x', 'value'], ['a\nb', '1', '2.0'], ['c', '2', '4.0']]),
+    ('quoted new line, one row', 'p.csv', 'label,x\n"a\r\nb",1\n', [], 0,
+     [['label', 'x', 'value'], ['a\r\nb', '1', '2.0']]),
+    ('U+2028 and NEL inside a cell', 'p.csv', 'label,x\na\u2028b\x85c\x0bd,3\n', [], 0,
+     [['label', 'x', 'value'], ['a\u2028b\x85c\x0bd', '3', '6.0']]),
+    ('a field of 200,000 characters', 'p.csv', 'label,x\n"' + 'a' * 200_000 + '",1\n', [], 0,
+     [['label', 'x', 'value'], ['a' * 200_000, '1', '2.0']]),
+    ('an unquoted long field', 'p.csv', 'label,x\n' + 'b' * 200_000 + ',1\n', [], 0,
+     [['label', 'x', 'value'], ['b' * 200_000, '1', '2.0']]),
+    ('CR line breaks', 'p.csv', 'x,y\r1,2\r3,4\r', [], 0,
+     [['x', 'y', 'value'], ['1', '2', '2.0'], ['3', '4', '6.0']]),
+    ('an integer of 5,000 digits', 'p.jsonl', '{"x": 1' + '0' * 5000 + '}\n', [], 2,
+     'line 1: not JSON that adgrad reads (an integer of too many digits)'),
+    ('arrays nested 100,000 deep', 'p.jsonl', DEEP, [], 2, 'line 1: not JSON that adgrad reads'),
+    ('a bare array of a huge integer', 'p.jsonl', '[100000000000000000000000]\n', [], 2,
+     'line 1: expected a JSON object'),
+    ('a bare array, not named .jsonl', 'p.txt', '[100000000000000000000000]\n', [], 2,
+     "no value for 'x'"),
+    ('a lone surrogate, --format csv', 'p.jsonl', '{"x": 1, "s": "ok"}\n{"x": 1, "s": "\\ud800"}\n',
+     ['--format', 'csv'], 2, 'line 2: not JSON text (a lone surrogate'),
+    ('a lone surrogate in a key', 'p.jsonl', '{"x": 1, "\\udfff": 2}\n', [], 2, 'line 1'),
+    ('NaN', 'p.jsonl', '{"x": NaN}\n', [], 2, 'line 1: not JSON that adgrad reads (NaN'),
+    ('Infinity', 'p.jsonl', '{"x": 1}\n{"x": -Infinity}\n', [], 2, 'line 2: not JSON'),
+    ('true for a number', 'p.jsonl', '{"x": true}\n', [], 2, "line 1: 'x' is true, not a number"),
+    ('null with no default', 'p.jsonl', '{"x": null}\n', [], 2, "line 1: no value for 'x'"),
+    ('a string for a number', 'p.jsonl', '{"x": "1"}\n', [], 2, """line 1: 'x' is "1", not a number"""),
+    ('U+2028 inside a JSON string', 'p.jsonl', '{"x": 1, "s": "a\u2028b"}\n', ['--format', 'csv'],
+     0, [['x', 's', 'value'], ['1', 'a\u2028b', '2.0']]),
+    ('bad UTF-8', 'p.csv', b'x\n1\n\xff\n', [], 2, 'byte 4 is not UTF-8 text'),
+    ('a quote left open', 'p.csv', 'label,x\n"open,1\n2,3\n', [], 2, 'line 2: 1 fields where'),
+    ('a row too short after many', 'p.csv', 'x,y\n' + '1,2\n' * 5000 + '3\n', [], 2,
+     'line 5002: 1 fields where the header has 2'),
+]
+
+
+@pytest.mark.parametrize('name, file, data, extra, code, expected', HOSTILE,
+                         ids=[case[0] for case in HOSTILE])
+def test_hostile_points(tmp_path, name, file, data, extra, code, expected):
+    path = _file(tmp_path, file, data)
+    target = _file(tmp_path, 'out.csv', 'untouched\n')
+    for argv in (['eval', '2*x', '--points', path, *extra],
+                 ['eval', '2*x', '--points', path, '-o', target, *extra]):
+        run = run_main(argv)
+        assert run.code == code, (argv, run.err)
+        if code == 2:
+            assert run.out == '' and expected in run.err and len(run.err.splitlines()) == 1
+            assert open(target).read() == 'untouched\n'
+            assert sorted(os.listdir(tmp_path)) == sorted(['out.csv', file])  # no temp file left
+        elif '-o' in argv:
+            assert run.out == '' and _csv_rows(open(target, newline='').read()) == expected
+        else:
+            assert _csv_rows(run.out) == expected
+
+
+def test_a_binding_the_points_also_have_gets_a_warning(tmp_path):
+    path = _file(tmp_path, 'p.csv', 'x,y\n1,2\n3,\n')
+    run = run_main(['eval', 'x*y', 'y=10', '--points', path])
+    assert run.code == 0 and run.out == 'x,y,value\n1,2,2.0\n3,,30.0\n'
+    assert "the points have a column 'y'" in run.err and 'fills only its empty cells' in run.err
+
+
+def test_a_big_table_shows_its_first_and_last_rows(tmp_path):
+    from autodiff_cli.cli.rows import TABLE_ROWS
+    rows = 1000
+    path = _file(tmp_path, 'p.csv', 'x,label\n' + ''.join(f'{i},[b]{i}[/b]\n' for i in range(rows)))
+    run = run_main(['eval', 'x', '--points', path, '--format', 'table'])
+    assert run.code == 0
+    assert f'{rows - 2 * TABLE_ROWS:,} more rows' in run.out
+    assert '[b]0[/b]' in run.out and f'[b]{rows - 1}[/b]' in run.out  # markup shown as text
+    assert f'[b]{TABLE_ROWS}[/b]' not in run.out
+
+
+# ---- chunks ----
+
+@pytest.fixture
+def tiny_chunks(monkeypatch):
+    """Chunks of a few rows and reads of a few bytes: every boundary gets crossed."""
+    from autodiff_cli.cli import points
+    monkeypatch.setattr(points, 'CHUNK_ROWS', 3)
+    monkeypatch.setattr(points, '_READ_BYTES', 7)
+
+
+MIXED = ('label,x,y\r\n"a, quoted",0.5,-1\r\n\r\nplain,2,2\n"multi\nline ""q""",-3,0.25\n'
+         + ''.join(f'r{i},{i / 7!r},{-i}\n' for i in range(40)) + '\n  \nlast,1e300,-1e-300')
+
+
+@pytest.mark.parametrize('fmt', ['csv', 'tsv', 'jsonl', 'json'])
+def test_tiny_chunks_give_the_same_bytes(tmp_path, monkeypatch, fmt):
+    path = _file(tmp_path, 'p.csv', MIXED)
+    expr = 'h(t) = t^2 * sin(t); h(x) / (1 + y^2) + max(x, y)'
+    whole = run_main(['grad', expr, '--points', path, '--format', fmt])
+    from autodiff_cli.cli import points
+    monkeypatch.setattr(points, 'CHUNK_ROWS', 3)
+    monkeypatch.setattr(points, '_READ_BYTES', 7)
+    chunked = run_main(['grad', expr, '--points', path, '--format', fmt])
+    assert whole.code == chunked.code == 0 and whole.out == chunked.out
+
+
+def test_every_row_equals_its_single_point(tmp_path, tiny_chunks):
+    expr = 'h(t) = t^2 * sin(t); h(x) / (1 + y^2) + max(x, y)'
+    path = _file(tmp_path, 'p.csv', MIXED)
+    run = run_main(['grad', expr, '--points', path])
+    rows = list(csv.DictReader(io.StringIO(run.out, newline='')))
+    assert run.code == 0 and len(rows) == 44
+    for row in rows:
+        value, grads = evaluate(expr, x=float(row['x']), y=float(row['y']))
+        assert float(row['value']) == value or (math.isnan(value) and row['value'] == 'nan')
+        assert float(row['d_x']) == grads['x'] and float(row['d_y']) == grads['y']
+
+
+def test_without_pyarrow_the_same_bytes(tmp_path, monkeypatch):
+    plain = 'x,y,label\r\n\n1,2,a\n  \n' + ''.join(f'{i / 7!r},{-i},r{i}\n' for i in range(40))
+    path = _file(tmp_path, 'p.csv', plain + 'inf, nan ,\u2028\n1_0,+3,x\n-0.0,.5,last')
+    fast = run_main(['grad', 'x*y', '--points', path])
+    from autodiff_cli.cli import points
+    monkeypatch.setattr(points, '_pyarrow_csv', lambda: None)
+    slow = run_main(['grad', 'x*y', '--points', path])
+    assert fast.code == slow.code == 0 and fast.out == slow.out
+
+
+def test_a_bad_row_past_the_first_chunks_leaves_stdout_empty(tmp_path, tiny_chunks):
+    path = _file(tmp_path, 'p.csv', 'x\n' + '1\n' * 50 + 'oops\n')
+    run = run_main(['eval', 'x', '--points', path])
+    assert (run.code, run.out) == (2, '') and "line 52: 'x' is 'oops'" in run.err
+
+
+class _Pipe(io.RawIOBase):
+    """Standard input that cannot be sought, as a pipe."""
+
+    def __init__(self, data):
+        self.data = io.BytesIO(data)
+
+    def readable(self):
+        return True
+
+    def readinto(self, b):
+        return self.data.readinto(b)
+
+
+def test_stdin_that_cannot_seek_is_spooled_then_checked(monkeypatch, tiny_chunks):
+    good = 'x\n' + ''.join(f'{i}\n' for i in range(30))
+    for data, code in ((good + 'oops\n', 2), (good, 0)):
+        monkeypatch.setattr(sys, 'stdin', io.TextIOWrapper(io.BufferedReader(_Pipe(data.encode()))))
+        from autodiff_cli.cli.main import main
+        out = io.StringIO()
+        monkeypatch.setattr(sys, 'stdout', out)
+        assert main(['eval', 'x*2', '--points', '-']) == code
+        assert out.getvalue() == ('' if code else
+                                  'x,value\n' + ''.join(f'{i},{2.0 * i}\n' for i in range(30)))
+
+
+def test_strict_refuses_before_any_output(tmp_path, tiny_chunks):
+    path = _file(tmp_path, 'p.csv', 'x\n' + '1\n' * 20 + '0\n')
+    target = _file(tmp_path, 'out.csv', 'old\n')
+    run = run_main(['eval', 'log(x)', '--points', path, '--strict'])
+    assert (run.code, run.out) == (1, '') and 'not finite in 1 of 21 rows' in run.err
+    run = run_main(['eval', 'log(x)', '--points', path, '--strict', '-o', target])
+    assert run.code == 1 and open(target).read() == 'old\n'
+    run = run_main(['eval', 'log(x)', '--points', path, '-o', target])
+    assert run.code == 0 and open(target).read().endswith('0,-inf\n')
+
+
+def test_output_file_formats_by_ending(tmp_path):
+    path = _file(tmp_path, 'p.csv', 'x\n1\n2\n')
+    for name, want in (('o.jsonl', '{"x":1.0,"value":2.0}\n{"x":2.0,"value":4.0}\n'),
+                       ('o.tsv', 'x\tvalue\n1\t2.0\n2\t4.0\n')):
+        target = str(tmp_path / name)
+        assert run_main(['eval', '2*x', '--points', path, '-o', target]).code == 0
+        assert open(target).read() == want
+    run = run_main(['eval', '2*x', 'x=1', '-o', str(tmp_path / 'one.csv')])
+    assert run.code == 2 and 'go with --points' in run.err
+
+
+def test_jsonl_to_csv_takes_every_key_as_a_column(tmp_path, tiny_chunks):
+    lines = [{'x': 1}] * 5 + [{'x': 2, 'late': 'z'}]
+    path = _file(tmp_path, 'p.jsonl', ''.join(json.dumps(r) + '\n' for r in lines))
+    target = str(tmp_path / 'o.csv')
+    assert run_main(['eval', 'x', '--points', path, '-o', target]).code == 0
+    assert open(target).read() == 'x,late,value\n' + '1,,1.0\n' * 5 + '2,z,2.0\n'
+
+
+def test_interrupts_wait_for_a_row_boundary():
+    from autodiff_cli.cli.batch import _AtRowBoundaries
+    with pytest.raises(KeyboardInterrupt):
+        with _AtRowBoundaries() as boundary:
+            os.kill(os.getpid(), signal.SIGINT)
+            written = 'a whole chunk'  # reached: the signal did not cut in
+            boundary.check()
+    assert written
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+# ---- Parquet ----
+
+def test_parquet_in_and_out(tmp_path):
+    pa = pytest.importorskip('pyarrow')
+    pq = pytest.importorskip('pyarrow.parquet')
+    xs = [0.5, -2.0, 3.25, 1e-300]
+    table = pa.table({'x': pa.array(xs), 'n': pa.array([1, 2, 3, None], pa.int64()),
+                      'label': ['a', 'b,c', 'd"e', None]})
+    source = str(tmp_path / 'p.parquet')
+    pq.write_table(table, source, row_group_size=3)
+    run = run_main(['grad', 'x*n', 'n=7', '--points', source])
+    assert run.code == 0
+    rows = list(csv.DictReader(io.StringIO(run.out, newline='')))
+    assert [r['label'] for r in rows] == ['a', 'b,c', 'd"e', '']
+    target = str(tmp_path / 'o.parquet')
+    assert run_main(['grad', 'x*n', 'n=7', '--points', source, '-o', target]).code == 0
+    back = pq.read_table(target).to_pylist()
+    for x, n, row in zip(xs, [1, 2, 3, 7], back):
+        value, grads = evaluate('x*n', x=x, n=n)
+        assert (row['value'], row['d_x'], row['d_n']) == (value, grads['x'], grads['n'])
+        assert row['x'] == x
+    csv_in = _file(tmp_path, 'p.csv', 'x,label\n1.5,q\n')
+    assert run_main(['eval', 'x', '--points', csv_in, '-o', target]).code == 0
+    assert pq.read_table(target).to_pylist() == [{'x': '1.5', 'label': 'q', 'value': 1.5}]
+
+
+def test_parquet_refusals(tmp_path):
+    pytest.importorskip('pyarrow')
+    bad = _file(tmp_path, 'bad.parquet', b'not parquet at all')
+    run = run_main(['eval', 'x', '--points', bad])
+    assert (run.code, run.out) == (2, '') and 'cannot read' in run.err
+    run = run_main(['eval', 'x', '--points', _file(tmp_path, 'p.csv', 'x\n1\n'), '--format', 'csv',
+                    '-o', str(tmp_path / 'o.parquet')])
+    assert run.code == 2 and 'drop --format' in run.err
+
+
+# ---- pyarrow's reader says what Python's float() says, or steps aside ----
+
+_NUMBERISH = r'[ \t]?[+-]?(\d{0,3}(\.\d{0,3})?([eE][+-]?\d{1,3})?|inf|nan|infinity|Infinity|NaN|INF)[ \t]?'
+
+
+def _cells():
+    from hypothesis import strategies as st
+    return st.one_of(st.from_regex(_NUMBERISH, fullmatch=True),
+                     st.text(alphabet=' \t0123456789.eE+-_xnaif\x0b\x0c\u00a0', max_size=6))
+
+
+def test_arrow_reads_every_cell_as_float_does():
+    hypothesis = pytest.importorskip('hypothesis')
+    pytest.importorskip('pyarrow')
+    from unittest import mock
+
+    from hypothesis import strategies as st
+
+    from autodiff_cli.cli import points
+
+    @hypothesis.settings(max_examples=150, deadline=None)
+    @hypothesis.given(st.lists(st.tuples(_cells(), _cells()), min_size=1, max_size=6))
+    def check(rows):
+        import tempfile
+        with tempfile.NamedTemporaryFile('w', suffix='.csv', delete=False) as f:
+            f.write('x,y\n' + ''.join(f'{a},{b}\n' for a, b in rows))
+        try:
+            fast = run_main(['eval', 'x + y', 'y=1', '--points', f.name])
+            with mock.patch.object(points, '_pyarrow_csv', lambda: None):
+                slow = run_main(['eval', 'x + y', 'y=1', '--points', f.name])
+        finally:
+            os.unlink(f.name)
+        assert (fast.code, fast.out, fast.err) == (slow.code, slow.out, slow.err)
+    check()

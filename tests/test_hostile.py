@@ -1,0 +1,427 @@
+"""The hostile corpus of issue 12: every repro it lists, as one table.
+
+Each row is a command line (run in-process through main(), or as a process
+where streams, terminals or time are the point), the files it starts with,
+the exit code it must give, and a check of stdout, stderr and the files left
+behind. Every row also gets the general checks: never exit 70, no traceback,
+nothing on stdout and an `adgrad: error:` line on stderr when the exit is 2,
+and an answer within HANG seconds.
+
+A row whose fault is not fixed yet carries `owner=`: it is an expected failure
+(strict), so the day it passes, pytest fails until the mark is removed.
+"""
+
+import csv
+import io
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from typing import Callable, NamedTuple
+
+import pytest
+
+from tests.helpers import Run, run_main
+
+HANG = 10.0  # seconds: far above the 2 s the issue asks for, so a loaded machine passes
+ANY = frozenset({0, 1, 2})
+
+
+class Case(NamedTuple):
+    id: str
+    argv: list
+    exit: int | frozenset
+    files: dict = {}              # name -> text or bytes, written before the run
+    stdin: bytes = b''
+    check: Callable | None = None  # check(run, folder) asserts on output and files
+    shell: str | None = None      # run `sh -c` with ADGRAD as the command instead of main()
+    owner: str | None = None      # set while the fault is open: strict xfail
+    needs: str | None = None      # a program the case needs ('dot')
+    limit: float = HANG
+    memory: int | None = None     # bytes of address space for a process run
+
+
+def case(id, argv=(), exit=0, **kw):
+    return Case(id, list(argv), exit, **kw)
+
+
+def csv_rows(text):
+    csv.field_size_limit(1 << 24)
+    return list(csv.reader(io.StringIO(text, newline='')))
+
+
+def lines_ok(expected):
+    """stdout is exactly these lines."""
+    def check(run, folder):
+        assert run.out == ''.join(line + '\n' for line in expected)
+    return check
+
+
+def contains(*texts):
+    def check(run, folder):
+        for text in texts:
+            assert text in run.out, text
+    return check
+
+
+def file_starts(name, prefix):
+    def check(run, folder):
+        assert (folder / name).read_bytes().startswith(prefix)
+    return check
+
+
+def nothing_written(*names):
+    def check(run, folder):
+        for name in names:
+            assert not (folder / name).exists(), name
+    return check
+
+
+def warns(run, folder):
+    assert 'warning' in run.err
+
+
+def no_true_spelled_as_python(run, folder):
+    assert 'True' not in run.err
+
+
+def short_error(run, folder):
+    assert len(run.err) < 1000
+
+
+def block_doubling(levels):
+    lines = ['f0(a) = a*a'] + [f'f{n}(a) = f{n - 1}(f{n - 1}(a))' for n in range(1, levels + 1)]
+    return '\n'.join(lines + [f'f{levels}(x)']) + '\n'
+
+
+def script_closed(run, folder):
+    """The page's script element holds nothing an HTML parser reads as markup."""
+    page = (folder / 'st' / 'index.html').read_text()
+    scripts = re.findall(r'<script[^>]*>(.*?)</script>', page, flags=re.S | re.I)
+    assert scripts
+    for body in scripts:
+        assert '<!--' not in body and '<script' not in body.lower()
+
+
+def svg_keeps_backslash(run, folder):
+    """Source text in a picture is shown as written, or not at all: never halved."""
+    svg = (folder / 'c.svg').read_text()
+    assert 'C:new' not in svg and ('C:' not in svg or 'C:\\new' in svg)
+
+
+def continuation_not_in_text(run, folder):
+    last = run.out.splitlines()[-1].split('\t')
+    assert last[-1] == 'x + y'
+
+
+def steps_not_of_zero(run, folder):
+    if run.code == 0:
+        assert 'of 0' not in (folder / 'k' / 'index.html').read_text()
+
+
+def steps_dir_untouched(run, folder):
+    assert sorted(p.name for p in (folder / 'st').iterdir()) == ['step-001.svg']
+
+
+def dash_f_read_as_file(run, folder):
+    assert run.code == 2 or run.out == '9.0\n'
+
+
+def appears_in_process_substitution(run, folder):
+    target, deadline = folder / 'got.dot', time.monotonic() + 5
+    while not (target.exists() and target.read_bytes().rstrip().endswith(b'}')):
+        assert time.monotonic() < deadline, 'nothing arrived through >(cat)'
+        time.sleep(0.05)
+
+
+def ascii_table(run, folder):
+    assert run.out and 'x' in run.out
+
+
+def same_as_file(run, folder):
+    """Bad UTF-8 on stdin is reported as in a file (the file's name aside)."""
+    from_file = run_main(['eval', '-f', str(folder / 'bad.ad'), 'x=1'])
+    assert from_file.code == run.code
+    assert from_file.err.replace(str(folder / 'bad.ad'), 'FILE') == \
+        run.err.replace('<stdin>', 'FILE').replace('standard input', 'FILE')
+
+
+def _torch_grad(expr_fn, x):
+    torch = pytest.importorskip('torch')
+    leaf = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+    return torch.autograd.grad(expr_fn(torch, leaf), [leaf])[0].item()
+
+
+def tanh_as_torch(x):
+    def check(run, folder):
+        got = json.loads(run.out)['gradient']['x']
+        assert got == _torch_grad(lambda torch, t: torch.tanh(t), x)
+    return check
+
+
+MAIN = 'CLI engineer (autodiff_cli/cli)'
+BATCH = 'batch engineer (cli/points.py, cli/batch.py, cli/rows.py)'
+LANGUAGE = 'language engineer (language/parse.py, lower.py)'
+PICTURES = 'pictures engineer (pictures/, cli/render.py)'
+NUMBERS = 'numerics (core/primitives.py)'
+
+CSV_NEWLINE = 'x,label\n1,"a\nb"\n2,c\n'
+BIG_TABLE = 'x,y\n' + ''.join(f'{i},{i % 7}\n' for i in range(200_000))
+
+CASES = [
+    # ---- hangs and super-linear time ----
+    case('comment banner above an unclosed parenthesis', ['eval', '-f', 'h.ad', 'x=1'], 2,
+         files={'h.ad': '#' * 28 + '\ny = (x + 1\n'}, shell='$ADGRAD eval -f h.ad x=1'),
+    case('longer banner, other spelling', ['eval', '-f', 'h.ad', 'x=1'], 2,
+         files={'h.ad': '# ' + '#' * 60 + '\n\n(x * (y + 1\n'}, shell='$ADGRAD eval -f h.ad x=1'),
+    case('80,000 semicolons', exit=ANY, files={'s.ad': 'x = 1' + ';' * 80_000 + '\nx\n'},
+         shell='$ADGRAD eval -f s.ad'),
+    case('80,000 binding lines', exit=0,
+         files={'b.ad': 'a0 = x\n' + ''.join(f'a{i} = a{i - 1} + 1\n' for i in range(1, 80_000))},
+         shell='$ADGRAD eval -f b.ad x=1', check=lines_ok(['80000.0'])),
+    case('20 MB of x+x+...', exit=ANY, files={'big.ad': 'x+' * 10_000_000 + 'x\n'},
+         shell='$ADGRAD eval -f big.ad x=1', limit=30.0, memory=4 << 30),
+    case('a 468-byte block-doubling program', exit=ANY, files={'d.ad': block_doubling(22)},
+         shell='$ADGRAD eval -f d.ad x=1', memory=4 << 30),
+
+    # ---- option values that begin with '-' ----
+    case('-f -prog.ad', ['grad', '-f', '-prog.ad', 'x=3'], 0, files={'-prog.ad': 'x^2\n'},
+         check=lines_ok(['value\t9.0', 'd_x\t6.0'])),
+    case('-o -x.svg', ['render', 'x*2', 'x=1', '-o', '-x.svg'], 0, needs='dot',
+         check=file_starts('-x.svg', b'<?xml')),
+    case('--points -p.csv', ['grad', 'x*2', '--points', '-p.csv'], 0, files={'-p.csv': 'x\n1\n'},
+         check=lines_ok(['x,value,d_x', '1,2.0,2.0'])),
+    case('--steps -st', ['render', 'x*2', 'x=1', '--steps', '-st', '-o', 'g.svg'], 0,
+         needs='dot', check=file_starts('-st/index.html', b'<!')),
+
+    # ---- CSV ----
+    case('quoted new line, two rows', ['grad', 'x*2', '--points', 'p.csv'], 0,
+         files={'p.csv': CSV_NEWLINE},
+         check=lambda run, _: csv_rows(run.out) == [['x', 'label', 'value', 'd_x'],
+                                                    ['1', 'a\nb', '2.0', '2.0'],
+                                                    ['2', 'c', '4.0', '2.0']]),
+    case('quoted new line, one row', ['grad', 'x*2', '--points', 'p.csv'], 0,
+         files={'p.csv': 'x,label\n1,"a\nb"\n'},
+         check=lambda run, _: csv_rows(run.out) == [['x', 'label', 'value', 'd_x'],
+                                                    ['1', 'a\nb', '2.0', '2.0']]),
+    case('U+2028 inside a cell', ['eval', 'x*2', '--points', 'p.csv'], 0,
+         files={'p.csv': 'x,label\n1,a\u2028b\n'},
+         check=lambda run, _: csv_rows(run.out) == [['x', 'label', 'value'],
+                                                    ['1', 'a\u2028b', '2.0']]),
+    case('NEL inside a cell', ['eval', 'x*2', '--points', 'p.csv'], 0,
+         files={'p.csv': 'x,label\n1,a\x85b\n'},
+         check=lambda run, _: csv_rows(run.out) == [['x', 'label', 'value'],
+                                                    ['1', 'a\x85b', '2.0']]),
+    case('a 140,000-character field', ['eval', 'x*2', '--points', 'p.csv'], 0,
+         files={'p.csv': 'x,label\n1,' + 'a' * 140_000 + '\n'},
+         check=lambda run, _: csv_rows(run.out)[1] == ['1', 'a' * 140_000, '2.0']),
+
+    # ---- JSON Lines: a line-numbered error, nothing on stdout ----
+    case('an integer of 4,301 digits', ['eval', 'x', '--points', 'p.jsonl'], 2,
+         files={'p.jsonl': '{"x": 1}\n{"x": 1' + '0' * 4300 + '}\n'},
+         check=lambda run, _: 'line 2' in run.err),
+    case('arrays nested 100,000 deep', ['eval', 'x', '--points', 'p.jsonl'], 2,
+         files={'p.jsonl': '{"x": ' + '[' * 100_000 + ']' * 100_000 + '}\n'}),
+    case('a line that is a huge-integer array', ['eval', 'x', '--points', 'p.jsonl'], 2,
+         files={'p.jsonl': '[100000000000000000000000]\n'}),
+    case('a lone surrogate', ['eval', 'x', '--points', 'p.jsonl'], 2,
+         files={'p.jsonl': '{"x": 1, "s": "\\ud800"}\n'}),
+    case('a lone surrogate, csv out', ['eval', 'x', '--points', 'p.jsonl', '--format', 'csv'], 2,
+         files={'p.jsonl': '{"x": 1, "s": "\\ud800"}\n'}),
+
+    # ---- text from the input reaching rich as markup ----
+    case('[/] in a comment, table', ['grad', '(x #[/]\n+1)', 'x=1', '--nodes', '--format', 'table'],
+         0, check=contains('[/]')),
+    case('[/] as a CSV label, table', ['eval', 'x', '--points', 'p.csv', '--format', 'table'], 0,
+         files={'p.csv': 'x,label\n1,[/]\n'}, check=contains('[/]')),
+    case('labels that look like markup', ['eval', 'x', '--points', 'p.csv', '--format', 'table'], 0,
+         files={'p.csv': 'x,label\n1,[note] see a[i]\n'}, check=contains('[note] see a[i]')),
+
+    # ---- invalid UTF-8 in the program ----
+    case('bad UTF-8, --nodes', ['grad', '-', 'x=1', '--nodes'], 2, stdin=b'x + 1 # \xff\n'),
+    case('bad UTF-8, table', ['grad', '-', 'x=1', '--format', 'table'], 2, stdin=b'x + 1 # \xff\n'),
+    case('bad UTF-8, render dot', ['render', '-', 'x=1', '--format', 'dot', '-o', '-'], 2,
+         stdin=b'x + 1 # \xff\n'),
+    case('bad UTF-8, render text', ['render', '-', 'x=1', '--format', 'text', '-o', '-'], 2,
+         stdin=b'x + 1 # \xff\n'),
+    case('bad UTF-8, render svg', ['render', '-', 'x=1', '-o', 'g.svg'], 2,
+         stdin=b'x + 1 # \xff\n', check=nothing_written('g.svg')),
+    case('bad UTF-8 on stdin as in a file', ['eval', '-', 'x=1'], 2, stdin=b'x + 1 # \xff\n',
+         files={'bad.ad': b'x + 1 # \xff\n'}, check=same_as_file),
+
+    # ---- terminals and standard streams ----
+    case('a Latin-1 terminal', exit=0, check=ascii_table,
+         shell='PYTHONIOENCODING=latin-1 $ADGRAD grad "x*y" x=1 y=2 --format table'),
+    case('stdin closed', exit=2, shell='$ADGRAD eval - <&-'),
+    case('stdout closed', exit=2, shell='$ADGRAD eval 1 >&-'),
+    case('stderr closed: no error text in stdout', exit=2, shell='$ADGRAD eval "x+" 2>&-'),
+    case('stdout is /dev/full', exit=2, shell='$ADGRAD eval 1 >/dev/full'),
+    case('--help into /dev/full', exit=2, shell='$ADGRAD --help >/dev/full'),
+    case('a table into a closed pipe', exit=0, limit=30.0,
+         files={'p.csv': 'x,y\n' + ''.join(f'{i},{i}\n' for i in range(3000))},
+         shell='$ADGRAD grad "x*y" --points p.csv --format table | true; exit ${PIPESTATUS[0]}'),
+    case('-o /dev/stdout into a pipe', exit=0, check=lambda run, _: run.out.startswith('digraph'),
+         shell='$ADGRAD render "x*2" x=1 --format dot -o /dev/stdout | cat'),
+    case('-o >(cmd)', exit=0, check=appears_in_process_substitution,
+         shell='$ADGRAD render "x*2" x=1 --format dot -o >(cat > got.dot)'),
+    case('--max-nodes 10000000000000', ['render', 'x*2', 'x=1', '--max-nodes', '10000000000000',
+                                        '-o', 'g.svg'], ANY, needs='dot'),
+
+    # ---- numbers that start with '-' are expressions ----
+    case('-5e3', ['eval', '-5e3'], 0, check=lines_ok(['-5000.0'])),
+    case('-1.', ['eval', '-1.'], 0, check=lines_ok(['-1.0'])),
+    case('-6.02E23', ['eval', '-6.02E23'], 0, check=lines_ok(['-6.02e+23'])),
+
+    # ---- a variable named like an output column ----
+    case('d_x as a variable, jsonl', ['grad', 'x + d_x', 'x=2', 'd_x=5', '--format', 'jsonl'], 2),
+    case('d_x as a variable, csv', ['grad', 'x + d_x', 'x=2', 'd_x=5', '--format', 'csv'], 2),
+    case('value as a variable, csv', ['grad', 'value * 2', 'value=3', '--format', 'csv'], 2),
+
+    # ---- pictures ----
+    case('<!--<script in a comment, --steps page', ['render', '-f', 'c.ad', 'x=1', '--steps', 'st',
+                                                     '-o', 'g.svg'], 0, needs='dot',
+         files={'c.ad': '# <!--<script\ny = x * 2\n'}, check=script_closed),
+    case('a control character in a comment', ['render', '-f', 'c.ad', 'x=1', '-o', 'g.svg'], 0,
+         needs='dot', files={'c.ad': '# a\x01b\ny = (x  # \x02\n * 2)\n'},
+         check=file_starts('g.svg', b'<?xml')),
+    case('U+FFFE in a comment', ['render', '-f', 'c.ad', 'x=1', '-o', 'g.svg'], 0, needs='dot',
+         files={'c.ad': '# a\ufffeb\ny = (x  # \ufffe\n * 2)\n'}, check=file_starts('g.svg', b'<?xml')),
+    case('backslashes in SVG text', ['render', '-f', 'c.ad', 'x=1', '-o', 'c.svg'], 0, needs='dot',
+         files={'c.ad': 'y = (x  # C:\\new\n + 1)\n'}, check=svg_keeps_backslash),
+    case('a line continuation is not node text', ['grad', 'x + \\\ny', 'x=1', 'y=2', '--nodes'], 0,
+         check=continuation_not_in_text),
+    case('--steps over a folder named like a frame', ['render', 'x*y', 'x=1', 'y=2', '--steps', 'st',
+                                                      '-o', 'g.svg'], 2, needs='dot',
+         files={'st/step-001.svg/keep': ''}, check=steps_dir_untouched),
+    case('--steps X -o X', ['render', 'x*2', 'x=1', '--steps', 'X', '-o', 'X'], 2, needs='dot',
+         check=nothing_written('X')),
+    case('--steps of a constant', ['render', '2*3', '--steps', 'k', '-o', 'g.svg'], frozenset({0, 2}),
+         needs='dot', check=steps_not_of_zero),
+
+    # ---- leniency refused ----
+    case('--wrt ,', ['grad', 'x*2', 'x=1', '--wrt', ','], 2),
+    case('-fFILE', ['eval', '-fprog.ad', 'x=3'], frozenset({0, 2}), files={'prog.ad': 'x^2\n'},
+         check=dash_f_read_as_file),
+    case('x=y=2', ['eval', 'x*2', 'x=y=2'], 2),
+    case('JSON Lines NaN', ['eval', 'x', '--points', 'p.jsonl'], 2, files={'p.jsonl': '{"x": NaN}\n'}),
+    case('JSON Lines Infinity', ['eval', 'x', '--points', 'p.jsonl'], 2,
+         files={'p.jsonl': '{"x": -Infinity}\n'}),
+    case('JSON Lines true', ['eval', 'x', '--points', 'p.jsonl'], 2, files={'p.jsonl': '{"x": true}\n'},
+         check=no_true_spelled_as_python),
+    case('a binding the points file also has', ['eval', 'x', 'x=5', '--points', 'p.csv'], ANY,
+         files={'p.csv': 'x\n1\n'}, check=warns),
+    case('a 100,000-character unknown name', ['eval', 'q' * 100_000 + '(1)'], 2, check=short_error),
+    case('200,000 rows as a table', exit=0, files={'p.csv': BIG_TABLE}, limit=30.0,
+         shell='$ADGRAD eval "x*y" --points p.csv --format table > out.txt'),
+
+    # ---- rounding: torch's formulas, to the last bit ----
+    case("tanh' near saturation", ['grad', 'tanh(x)', 'x=8.3', '--json'], 0, check=tanh_as_torch(8.3)),
+    case("tanh' at -5.1", ['grad', 'tanh(x)', 'x=-5.1', '--json'], 0, check=tanh_as_torch(-5.1)),
+]
+
+# Open faults: strict xfails, removed as each is fixed (see the module docstring).
+OPEN = {
+    'comment banner above an unclosed parenthesis': LANGUAGE,
+    'longer banner, other spelling': LANGUAGE,
+    '80,000 semicolons': LANGUAGE,
+    '80,000 binding lines': LANGUAGE,
+    '20 MB of x+x+...': LANGUAGE,
+    'a 468-byte block-doubling program': LANGUAGE,
+    'a line continuation is not node text': LANGUAGE,
+    'a 100,000-character unknown name': LANGUAGE,
+    '-f -prog.ad': MAIN, '-o -x.svg': MAIN, '--points -p.csv': MAIN, '--steps -st': MAIN,
+    '[/] in a comment, table': MAIN, '[/] as a CSV label, table': MAIN,
+    'labels that look like markup': MAIN, 'a Latin-1 terminal': MAIN,
+    'stdin closed': MAIN, 'stdout closed': MAIN, 'stderr closed: no error text in stdout': MAIN,
+    '--help into /dev/full': MAIN, 'a table into a closed pipe': MAIN,
+    '-5e3': MAIN, '-1.': MAIN, '-6.02E23': MAIN,
+    'd_x as a variable, jsonl': MAIN, 'd_x as a variable, csv': MAIN,
+    'value as a variable, csv': MAIN, '--wrt ,': MAIN, 'x=y=2': MAIN,
+    '--max-nodes 10000000000000': PICTURES,
+    'bad UTF-8, --nodes': MAIN, 'bad UTF-8, table': MAIN, 'bad UTF-8, render dot': MAIN,
+    'bad UTF-8, render text': MAIN, 'bad UTF-8, render svg': MAIN,
+    'bad UTF-8 on stdin as in a file': MAIN,
+    'quoted new line, two rows': BATCH, 'quoted new line, one row': BATCH,
+    'U+2028 inside a cell': BATCH, 'NEL inside a cell': BATCH,
+    'an integer of 4,301 digits': BATCH, 'arrays nested 100,000 deep': BATCH,
+    'a lone surrogate': BATCH, 'a lone surrogate, csv out': BATCH,
+    'JSON Lines NaN': BATCH, 'JSON Lines Infinity': BATCH, 'JSON Lines true': BATCH,
+    'a binding the points file also has': BATCH, '200,000 rows as a table': BATCH,
+}
+
+
+def _write(folder, files):
+    for name, data in files.items():
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(data, str):
+            data = data.encode('utf-8', 'surrogatepass')
+        path.write_bytes(data)
+
+
+class _TooLong(BaseException):
+    pass
+
+
+def _in_process(c, folder):
+    def alarm(*_):
+        raise _TooLong
+    previous, cwd = signal.signal(signal.SIGALRM, alarm), os.getcwd()
+    signal.setitimer(signal.ITIMER_REAL, c.limit)
+    os.chdir(folder)
+    try:
+        return run_main(c.argv, stdin=c.stdin)
+    except _TooLong:
+        pytest.fail(f'no answer within {c.limit} s')
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        os.chdir(cwd)
+
+
+def _as_process(c, folder):
+    def cap():
+        if c.memory:
+            import resource
+            resource.setrlimit(resource.RLIMIT_AS, (c.memory, c.memory))
+    env = dict(os.environ, ADGRAD=f'{sys.executable} -m autodiff_cli')
+    try:
+        done = subprocess.run(['bash', '-c', c.shell], cwd=folder, env=env, input=c.stdin,
+                              capture_output=True, timeout=c.limit, preexec_fn=cap)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f'no answer within {c.limit} s')
+    return Run(done.returncode, done.stdout.decode('utf-8', 'replace'),
+               done.stderr.decode('utf-8', 'replace'))
+
+
+def _param(c):
+    marks = []
+    owner = c.owner or OPEN.get(c.id)
+    if owner:
+        marks.append(pytest.mark.xfail(strict=True, reason=f'owner: {owner}'))
+    return pytest.param(c, id=c.id, marks=marks)
+
+
+def test_every_case_has_its_own_name():
+    assert len({c.id for c in CASES}) == len(CASES)
+
+
+@pytest.mark.parametrize('c', [_param(c) for c in CASES])
+def test_hostile_input(c, tmp_path):
+    if c.needs and shutil.which(c.needs) is None:
+        pytest.skip(f'needs {c.needs}')
+    _write(tmp_path, c.files)
+    run = _as_process(c, tmp_path) if c.shell else _in_process(c, tmp_path)
+    expected = c.exit if isinstance(c.exit, frozenset) else {c.exit}
+    assert run.code in expected, (run.code, run.err[-2000:])
+    assert 'Traceback' not in run.err and 'Exception ignored' not in run.err
+    if run.code == 2:
+        assert run.out == '', run.out[:500]
+        if 'stderr closed' not in c.id:
+            assert run.err.startswith('adgrad: error: ') and len(run.err.splitlines()) <= 3, run.err
+    if c.check:
+        assert c.check(run, tmp_path) is not False  # a check may assert or return a bool
