@@ -109,6 +109,15 @@ class _Parser:
             else:
                 mode = CALL
             self.rules.append((origin, size, mode, rule['callback']))
+        self.chains = {}
+
+    def climb(self, below, top, kind):
+        """The top state after every `?rule` reduction that `kind` causes in a row."""
+        while True:
+            action = self.states[top].get(kind)
+            if action is None or action >= 0 or self.rules[~action][2] != PASS:
+                return top
+            top = self.states[below][self.rules[~action][0]]
 
     def expected(self, actions, kind, reduced):
         """The terminals a syntax error names, as Lark's parser names them."""
@@ -130,8 +139,8 @@ class _Parser:
         One loop lexes, shifts and reduces: it is the hot path for machine-made
         programs of 10^6 tokens, so it keeps everything in locals.
         """
-        states, keywords, kinds, end_state, unexpected = (
-            self.states, self.keywords, self.kinds, self.end, self.unexpected)
+        states, keywords, kinds, end_state, unexpected, chains = (
+            self.states, self.keywords, self.kinds, self.end, self.unexpected, self.chains)
         rules = [(origin, size, mode, getattr(builder, name) if mode == CALL else None)
                  for origin, size, mode, name in self.rules]
         state_stack = [self.start]
@@ -174,8 +183,19 @@ class _Parser:
                     break
                 origin, size, mode, build = rules[~action]
                 if mode == PASS:
-                    del state_stack[-1]
-                elif mode == CALL:
+                    # An operand climbing the precedence ladder reduces once
+                    # per rung, each replacing only the top state: jump to
+                    # where the whole climb ends, remembered per
+                    # (state below, top state, lookahead).
+                    key = (state_stack[-2], state_stack[-1], kind)
+                    top = chains.get(key)
+                    if top is None:
+                        top = chains[key] = self.climb(*key)
+                    state_stack[-1] = top
+                    actions = states[top]
+                    reduced = True
+                    continue
+                if mode == CALL:
                     if size == 1:
                         value_stack[-1] = build(value_stack[-1:])
                     else:
