@@ -1,26 +1,28 @@
-"""Precedence and associativity, read off the syntax tree the grammar builds."""
+"""Precedence and associativity, read off the graph that the grammar's reductions build."""
 
 import pytest
 
+from autodiff_cli import lower
 from autodiff_cli.errors import AdgradError
-from autodiff_cli.language.parse import parse
 
-SYMBOL = {'add': '+', 'sub': '-', 'mul': '*', 'div': '/', 'pow': '^'}
+SYMBOL = {'add': '+', 'sub': '-', 'mul': '*', 'div': '/', 'pow': '^', 'lt': '<', 'le': '<=',
+          'gt': '>', 'ge': '>=', 'eq': '==', 'ne': '!=', 'and': ' and ', 'or': ' or '}
+PREFIX = {'neg': '-', 'pos': '+', 'not': 'not '}
 
 
-def shape(tree):
-    """Fully parenthesised text of a syntax tree (test trees are shallow)."""
-    kind = tree[0]
-    if kind in ('num', 'var'):
-        return tree[3]
-    if kind == 'group':
-        return shape(tree[3])
-    if kind == 'call':
-        return f"{tree[3]}({', '.join(shape(a) for a in tree[4])})"
-    op, children = tree[3], tree[4]
-    if op in ('neg', 'pos'):
-        return f"({'-' if op == 'neg' else '+'}{shape(children[0])})"
-    return f'({shape(children[0])}{SYMBOL[op]}{shape(children[1])})'
+def shape(graph, i=None):
+    """Fully parenthesised text of a node (test graphs are shallow)."""
+    node = graph.nodes[graph.output if i is None else i]
+    if node.op == 'input':
+        return node.name
+    if node.op == 'const':
+        return graph.source[node.span[0]:node.span[1]]
+    args = [shape(graph, a) for a in node.args]
+    if node.op in PREFIX:
+        return f'({PREFIX[node.op]}{args[0]})'
+    if node.op in SYMBOL:
+        return f'({args[0]}{SYMBOL[node.op]}{args[1]})'
+    return f"{node.op}({', '.join(args)})"
 
 
 @pytest.mark.parametrize('text, expected', [
@@ -42,21 +44,29 @@ def shape(tree):
     ('a/b/c', '((a/b)/c)'),
     ('a-b+c', '((a-b)+c)'),
     ('sin(x)^2', '(sin(x)^2)'),
-    ('pow(a, b+1)', 'pow(a, (b+1))'),
+    ('pow(a, b+1)', '(a^(b+1))'),
     ('atan2( y ,x )', 'atan2(y, x)'),
+    ('a < b + 1', '(a<(b+1))'),
+    ('not a == b', '(not (a==b))'),
+    ('a or b and c', '(a or (b and c))'),
+    ('not a and b', '((not a) and b)'),
+    ('a > -b or c <= 2*d', '((a>(-b)) or (c<=(2*d)))'),
+    ('if(a > b, a, -b) + 1', '(if((a>b), a, (-b))+1)'),
+    ('if(a, if(b, c, d), e)', 'if(a, if(b, c, d), e)'),
 ])
 def test_precedence_and_associativity(text, expected):
-    assert shape(parse(text)[-1]) == expected
+    assert shape(lower(text)) == expected
 
 
 @pytest.mark.parametrize('text', ['2', '2.5', '.5', '1e-3', '6.02E23', '2.', '1E+5'])
 def test_numbers(text):
-    assert parse(text)[0][0] == 'num' and float(parse(text)[0][3]) == float(text)
+    node = lower(text).nodes[0]
+    assert node.op == 'const' and node.value == float(text)
 
 
 @pytest.mark.parametrize('text', ['x', 'x1', 'learning_rate', '_tmp', 'X_2b'])
 def test_identifiers(text):
-    assert parse(text)[0] == ('var', 0, len(text), text)
+    assert lower(text).nodes == [lower('x').nodes[0]._replace(name=text, span=(0, len(text)))]
 
 
 @pytest.mark.parametrize('text, column', [
@@ -64,10 +74,11 @@ def test_identifiers(text):
 ])
 def test_syntax_errors_point_at_the_column(text, column):
     with pytest.raises(AdgradError) as caught:
-        parse(text)
+        lower(text)
     assert caught.value.location()[1] == column
 
 
 def test_spans_cover_the_source_text_including_parentheses():
-    tree = parse('(x+1)*y')[0]
-    assert (tree[1], tree[2]) == (0, 7)
+    graph = lower('(x+1)*y')
+    assert graph.nodes[graph.output].span == (0, 7)
+    assert graph.text(graph.output) == '(x+1)*y'

@@ -14,7 +14,8 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedToken
 
 from autodiff_cli.language import grammar_table, parse as parse_module
 from autodiff_cli.errors import AdgradError
-from autodiff_cli.language.parse import ToSyntax, _Unexpected, grammar_text, load_table, parse
+from autodiff_cli import lower
+from autodiff_cli.language.parse import _Unexpected, grammar_text, load_table
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -40,23 +41,55 @@ def test_the_shipped_table_is_what_lark_builds_now():
 
 # ---- the same language as Lark's parser ----
 
+def _shape(children):
+    """A reduction's children as both parsers see them: tokens by kind, text
+    and place; values of earlier reductions as '*'."""
+    return tuple((c[0], c[3], c[1]) if isinstance(c, tuple) and len(c) == 4
+                 and isinstance(c[0], str) and c[0].isupper() else '*' for c in children)
+
+
+class _Recorder:
+    """A builder that records each reduction the driver makes, in order."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __getattr__(self, name):
+        def record(children):
+            self.calls.append((name, () if name == 'inputs' else _shape(children)))
+            return '*'
+        return record
+
+
 class _Reference(Transformer_NonRecursive):
-    """Lark's parse tree, through the same transformer methods."""
+    """The same record from Lark's own parse tree: it reduces in the same
+    order (post-order, left to right), so the lists must be equal."""
+
+    def __init__(self):
+        super().__init__(visit_tokens=True)
+        self.calls = []
 
     def __default_token__(self, token):
         return (token.type, token.start_pos, token.end_pos, token.value)
 
+    def __default__(self, data, children, meta):
+        if data != 'program':
+            # Lark splices the list of an `input` statement's defaults into
+            # it; adgrad's driver drops such lists (each default was lowered
+            # as it was read), so the statement's own children are not compared.
+            self.calls.append((str(data), () if data == 'inputs' else _shape(children)))
+        return '*'
 
-for _name in [n for n in vars(ToSyntax) if not n.startswith('_')]:
-    setattr(_Reference, _name, lambda self, children, m=getattr(ToSyntax(), _name): m(children))
 
 _LARK = grammar_table.lark_parser(grammar_text())
 
 
 def outcome(text):
-    """('ok', tree) or ('error', kind found, position, expected terminals)."""
+    """('ok', reductions) or ('error', kind found, position, expected terminals)."""
+    recorder = _Recorder()
     try:
-        return 'ok', parse_module._parser().parse(text)
+        parse_module.driver().parse(text, recorder)
+        return 'ok', recorder.calls
     except _Unexpected as error:
         if error.token is None:
             return 'error', None, error.pos, None
@@ -67,17 +100,22 @@ def outcome(text):
 
 def reference(text):
     try:
-        return 'ok', _Reference(visit_tokens=True).transform(_LARK.parse(text))
+        tree = _LARK.parse(text)
     except UnexpectedCharacters as error:
         return 'error', None, error.pos_in_stream, None
     except UnexpectedToken as error:
         kind = error.token.type
         return ('error', kind, None if kind == '$END' else error.token.start_pos,
                 set(error.expected) - {'_NEWLINE'})
+    reference = _Reference()
+    reference.transform(tree)
+    return 'ok', reference.calls
 
 
 PROGRAMS = [
-    'x', '-x^2', '2^3^2', '2**3**2', 'a/b*c', 'x * -y', '2^-x', '-2^-x^2', '+x - -y',
+    'x', '-x^2', '2^3^2', 'x > 0 and not y <= 2 or z != 1', 'if(x > 0, sqrt(x), 0)',
+    'c = 1; c += 2; c ^= c', 'f(a, b) = a*b\ngrad f(a, b) = (b, a)\nf(x, y)',
+    'g(x) = x\ngrad g(x) = out*2', 'if(if(a, b, c), d, e)', 'a < b < c', 'x += ', 'grad', '2**3**2', 'a/b*c', 'x * -y', '2^-x', '-2^-x^2', '+x - -y',
     'pow(a, b+1)', 'atan2( y ,x )', '(x+1)*y', '1e-3 + .5 + 2. + 6.02E23', 'x**-+-y',
     'input x = 2, y = 3\nh(x) = x^2\nz = h(x) * y', 'a = 1; b = a + 1; b',
     '\n\n x \n\n', 'f(\n  x,\n  y\n) = x*y\nf(1,\n2)', 'x + \\\n y', 'x # comment\n',
@@ -103,31 +141,43 @@ def test_samples_parse_as_lark_parses_them():
 def _random_program(rng):
     atoms = ['x', 'y1', '_t', 'input', '2', '.5', '3e2', 'pi', 'sin(x)', 'max(x, y1)']
     pieces = [' ', '  ', '\n', ';', '+', '-', '*', '/', '^', '**', '(', ')', ',', '=', '#c\n',
-              '\\\n', 'input ', 'f(', '@']
+              '\\\n', 'input ', 'f(', '@', '<', '<=', '==', ' and ', ' or ', 'not ', 'if(',
+              '+=', 'grad ']
     words = []
     for _ in range(rng.randint(1, 12)):
         words.append(rng.choice(atoms) if rng.random() < 0.5 else rng.choice(pieces))
     return ''.join(words)
 
 
+def _digraph_split(text, mine, lark):
+    """Lark's contextual lexer reads `*=` as `*` then `=` where only an
+    operator fits, and adgrad's one-pass lexer as the update `*=`: the same
+    error, one character apart."""
+    return (mine[0] == lark[0] == 'error' and mine[1] == 'UPDATE'
+            and lark[2] == mine[2] + 1)
+
+
 def test_random_texts_have_the_same_outcome_as_lark():
     rng = random.Random(5)
     texts = [_random_program(rng) for _ in range(3000)]
-    assert [t for t in texts if outcome(t) != reference(t)] == []
+    different = [t for t in texts if outcome(t) != reference(t)]
+    assert [t for t in different if not _digraph_split(t, outcome(t), reference(t))] == []
+    assert len(different) <= len(texts) // 20
     assert sum(outcome(t)[0] == 'ok' for t in texts) > 100  # the sample holds valid programs too
 
 
 def test_deep_nesting_does_not_recurse():
+    from autodiff_cli import lower
     depth = 100_000
-    tree = parse('sin(' * depth + 'x' + ')' * depth)[0]
-    for _ in range(depth):
-        tree = tree[4][0]
-    assert tree == ('var', 4 * depth, 4 * depth + 1, 'x')
+    graph = lower('sin(' * depth + 'x' + ')' * depth)
+    assert len(graph.nodes) == depth + 1
+    assert [n.op for n in graph.nodes[:2]] == ['input', 'sin']
+    assert graph.nodes[-1].args == (depth - 1,)
 
 
 def test_a_syntax_error_is_an_adgrad_error_with_its_column():
     with pytest.raises(AdgradError) as caught:
-        parse('x + * y')
+        lower('x + * y')
     assert caught.value.location()[1] == 5
 
 
@@ -149,5 +199,5 @@ def test_a_missing_or_stale_table_is_a_clear_error(tmp_path, monkeypatch):
 def test_the_library_leaves_the_cycle_collector_alone():
     import gc
     assert gc.isenabled()
-    parse('x')
+    lower('x')
     assert gc.isenabled()

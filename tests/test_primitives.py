@@ -11,9 +11,27 @@ from tests.helpers import CASES, evaluate, same
 INTERNAL = {row.name for row in PRIMITIVES_INTERNAL}
 NAMES = ['x', 'y', 'z']   # a row's variables, by its arity
 
+# The language's logic, away from the points where a comparison switches:
+# there the true derivative is 0 (or the taken branch's), as a central
+# difference sees. stop_gradient and custom say their derivative on purpose
+# (no central difference can agree); tests/test_language.py checks them.
+LOGIC_CASES = {
+    'lt': ('(x < y) * x', [(0.3, -1.7), (-2.0, 5.0)]),
+    'le': ('(x <= y) * x', [(0.3, -1.7), (-2.0, 5.0)]),
+    'gt': ('(x > y) * y', [(0.3, -1.7), (-2.0, 5.0)]),
+    'ge': ('(x >= y) * y', [(0.3, -1.7), (-2.0, 5.0)]),
+    'eq': ('(x == y) + x*y', [(0.3, -1.7)]),
+    'ne': ('(x != y) * x*y', [(0.3, -1.7)]),
+    'and': ('(x > 0 and y > 0) * x*y', [(0.3, 1.7), (0.3, -1.7)]),
+    'or': ('(x > 0 or y > 0) * x*y', [(0.3, -1.7), (-0.3, -1.7)]),
+    'not': ('(not x > 0) * x*y', [(0.3, -1.7), (-0.3, 1.7)]),
+    'if': ('if(x > y, x*y, sin(y))', [(0.3, -1.7), (-2.0, 5.0)]),
+}
+DECLARED = {'stop_gradient', 'custom'}
+
 
 def test_every_primitive_has_a_test_row():
-    assert set(PRIMITIVES) - INTERNAL == set(CASES)
+    assert set(PRIMITIVES) - INTERNAL - DECLARED == set(CASES) | set(LOGIC_CASES)
 
 
 def central_difference(expr, names, point, index):
@@ -26,9 +44,9 @@ def central_difference(expr, names, point, index):
     return (f_up - f_down) / (2 * h)
 
 
-@pytest.mark.parametrize('op', sorted(CASES))
+@pytest.mark.parametrize('op', sorted({**CASES, **LOGIC_CASES}))
 def test_gradient_matches_central_difference(op):
-    expr, points = CASES[op]
+    expr, points = {**CASES, **LOGIC_CASES}[op]
     names = NAMES[:len(points[0])]
     for point in points:
         _, grads = evaluate(expr, **dict(zip(names, point)))
@@ -72,7 +90,7 @@ def test_callable_names_are_the_documented_functions():
                                  'cot sec csc acot asec acsc coth sech csch '
                                  'asinh acosh atanh acoth asech acsch sinc sign hypot cbrt '
                                  'log1p expm1 exp2 softplus erf erfc gelu silu floor ceil round '
-                                 'clamp'.split())
+                                 'clamp stop_gradient'.split())
 
 
 # The README's edge-case table, row by row: (expression, point, variable, expected ∂).

@@ -92,10 +92,9 @@ def test_input_defaults_and_undeclared_inputs():
 @pytest.mark.parametrize('source, message, column', [
     ('y = x + 1; x = 2', "'x' is used before its definition", 5),
     ('y = x + 1; input x = 2\ny', "'x' is used before its definition", 5),
-    ('a = 1; a = 2', "'a' is already defined", 8),
     ('f(t) = t; f(t) = 2*t; f(1)', "'f' is already defined", 11),
     ('f(t) = f(t); f(1)', "blocks cannot recurse: 'f' calls itself", 8),
-    ('f(t) = g(t); g(t) = f(t); f(1)', "blocks cannot recurse: 'f' calls itself through 'g'", 8),
+    ('f(t) = g(t); g(t) = f(t); f(1)', "block 'g' is used before its definition", 8),
     ('f(a, b) = a*b; f(1)', 'f() takes 2 arguments, got 1', 16),
     ('sin(2, 3)', 'sin() takes 1 argument, got 2', 1),
     ('sin(t) = t; 1', "'sin' is a built-in function", 1),
@@ -103,7 +102,8 @@ def test_input_defaults_and_undeclared_inputs():
     ('f(pi) = 1; f(2)', "'pi' is built in; choose another parameter name", 3),
     ('f(t, t) = t; f(1, 2)', "parameter 't' appears twice", 6),
     ('f(t+1) = 2; f(1)', 'a block parameter must be a name', 3),
-    ('pi = 3', "cannot redefine the constant 'pi'", 1),
+    ('c += 1', "'c' has no value to update", 1),
+    ('if = 2', "unexpected '='", 4),
     ('f(t) = t; ff(2)', "unknown function 'ff'; did you mean 'f'?", 11),
     ('x + sqr(x)', "unknown function 'sqr'; did you mean 'sqrt'?", 5),
     ('g(t) = h(t); h(t) = t; g(1)', "block 'h' is used before its definition", 8),
@@ -167,7 +167,7 @@ def test_a_binding_cannot_use_its_own_name():
 
 def test_blocks_that_double_are_refused_before_inlining():
     lines = ['f0(t) = t*1.5'] + [f'f{k}(t) = f{k - 1}(f{k - 1}(t))' for k in range(1, 31)]
-    with pytest.raises(AdgradError, match=r"calling 'f30' here would grow the graph past"):
+    with pytest.raises(AdgradError, match=r"calling 'f\d+' here would grow the graph past"):
         lower('\n'.join(lines + ['f30(y)']))
     graph = lower('\n'.join(lines[:11] + ['f10(y)']))   # 2^10 multiplications are fine
     assert sum(node.op == 'mul' for node in graph.nodes) == 2 ** 10

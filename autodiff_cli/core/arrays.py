@@ -142,3 +142,43 @@ def silu(x):
 
 def clamp(x, low, high):
     return minimum(maximum(x, low), high)
+
+
+# ---- the language's logic (primitives.LOGIC): 1.0 or 0.0, and `if` ----
+
+def le(a, b):
+    return np.less_equal(a, b).astype(np.float64)
+
+
+def gt(a, b):
+    return np.greater(a, b).astype(np.float64)
+
+
+def ne(a, b):
+    return np.not_equal(a, b).astype(np.float64)
+
+
+def logical_and(a, b):
+    return np.logical_and(a != 0, b != 0).astype(np.float64)
+
+
+def logical_or(a, b):
+    return np.logical_or(a != 0, b != 0).astype(np.float64)
+
+
+def logical_not(a):
+    return np.equal(a, 0).astype(np.float64)
+
+
+def select(condition, a, b):  # nan counts as true, as in the scalar `if`
+    return np.where(condition != 0, a, b)
+
+
+def branches(condition, g):
+    """The gradient each branch of an `if` receives: the rows that take it."""
+    taken = condition != 0
+    return np.where(taken, g, 0.0), np.where(taken, 0.0, g)
+
+
+def first(value, *rest):
+    return value

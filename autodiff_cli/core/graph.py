@@ -20,12 +20,28 @@ class Node(NamedTuple):
     block: str | None = None      # block instance path, outermost first: 'f#1/h#2'
 
 
+class Branch(NamedTuple):
+    """Where the two branches of an `if` node lie on the tape.
+
+    Lowering emits each branch's nodes contiguously, so a single point can
+    skip the branch it does not take (forward), and a batch can mask it.
+    Input nodes may lie inside a range; they belong to the whole graph.
+    """
+    node: int                     # the `if` node
+    condition: int                # its condition's node
+    then_start: int               # the `then` branch is nodes[then_start:else_start]
+    else_start: int               # the `else` branch is nodes[else_start:end]
+    end: int
+
+
 class Graph(NamedTuple):
     nodes: list                   # the tape: every node's args come before it
     output: int                   # id of the output node
     inputs: dict                  # variable name -> input node id, in order of first use
     defaults: dict                # variable name -> default value from `input` declarations
     source: str                   # the program text that spans point into
+    branches: tuple = ()          # a Branch per `if` node, in tape order
+    notes: tuple = ()             # things worth telling the user that are not errors
 
     def text(self, node_id, limit=None):
         """The source text a node computes, white space folded; elided past `limit`."""

@@ -13,7 +13,13 @@ from .primitives import NUMBERS, PRIMITIVES
 
 
 def forward(graph, inputs, algebra=NUMBERS):
-    """Values of every node, given {variable name: value} for every input."""
+    """Values of every node, given {variable name: value} for every input.
+
+    At a single point an `if` takes one branch, and the other is not
+    evaluated at all (its nodes keep 0.0, and executed() says which ran): so
+    its inf or nan, which torch and JAX leak into gradients, never exists.
+    Over arrays both branches run, and backward() masks the one not taken.
+    """
     missing = [name for name in graph.inputs if name not in inputs]
     if missing:
         node = graph.nodes[graph.inputs[missing[0]]]
@@ -21,6 +27,9 @@ def forward(graph, inputs, algebra=NUMBERS):
                           graph.source, node.span[0] if node.span else None)
     values = [0.0] * len(graph.nodes)
     functions = {name: getattr(algebra, name) for name in PRIMITIVES}
+    if graph.branches and algebra is NUMBERS:
+        _forward_taking_branches(graph, inputs, values, functions)
+        return values
     for i, node in enumerate(graph.nodes):
         op, args = node.op, node.args
         if op == 'input':
@@ -34,6 +43,59 @@ def forward(graph, inputs, algebra=NUMBERS):
         else:
             values[i] = functions[op](*[values[j] for j in args])
     return values
+
+
+def _forward_taking_branches(graph, inputs, values, functions):
+    nodes = graph.nodes
+    # Inputs and constants first: an input first named inside a branch is
+    # still the whole program's, and a constant condition may be emitted
+    # after the branches it chooses between (see lower.conditional).
+    for i, node in enumerate(nodes):
+        if node.op == 'input':
+            values[i] = float(inputs[node.name])
+        elif node.op == 'const':
+            values[i] = node.value
+    skip = _skipper(graph)
+    i, count = 0, len(nodes)
+    while i < count:
+        if i in skip:
+            target = skip[i](values)
+            if target > i:
+                i = target
+                continue
+        node = nodes[i]
+        if node.args:
+            values[i] = functions[node.op](*[values[j] for j in node.args])
+        i += 1
+
+
+def _skipper(graph):
+    """{tape position: values -> where to continue}: at the start of each
+    branch, jump past it if its `if` does not take it."""
+    starts = {}
+    for branch in graph.branches:
+        then_jump = lambda values, b=branch: b.else_start if not values[b.condition] else 0
+        else_jump = lambda values, b=branch: b.end if values[b.condition] else 0
+        for start, jump in ((branch.then_start, then_jump), (branch.else_start, else_jump)):
+            previous = starts.get(start)
+            # Two branches may start at one place (an `if` first in another's
+            # branch): go as far as either says.
+            starts[start] = jump if previous is None else (
+                lambda values, p=previous, j=jump: max(p(values), j(values)))
+    return starts
+
+
+def executed(graph, values):
+    """Which nodes ran at this point: all but those in a branch not taken."""
+    ran = [True] * len(graph.nodes)
+    for branch in graph.branches:
+        if ran[branch.node]:
+            start, end = ((branch.else_start, branch.end) if values[branch.condition]
+                          else (branch.then_start, branch.else_start))
+            for i in range(start, end):
+                if graph.nodes[i].op != 'input':
+                    ran[i] = False
+    return ran
 
 
 RULES = {name: row.vjp for name, row in PRIMITIVES.items()}
@@ -64,6 +126,8 @@ def backward(graph, values, output=None, algebra=NUMBERS):
     so does an argument whose every rule said None (a comparison's).
     """
     output = graph.output if output is None else output
+    if graph.branches and algebra is not NUMBERS:
+        return _backward_masking_branches(graph, values, output, algebra)
     nodes = graph.nodes
     grads = [None] * len(nodes)
     grads[output] = 1.0
@@ -90,6 +154,39 @@ def backward(graph, values, output=None, algebra=NUMBERS):
             for a, da in zip(args, pullback(graph, i, g, values, algebra)):
                 if da is not None:
                     grads[a] = da if grads[a] is None else add(grads[a], da)
+    return [0.0 if g is None else g for g in grads]
+
+
+def _backward_masking_branches(graph, values, output, algebra):
+    """backward() over arrays where both branches of each `if` ran.
+
+    The `if` rule sends each branch the rows that take it and zeros
+    elsewhere, but inside an untaken branch 0 * inf is nan all the same. So
+    whatever leaves a branch for a node outside it (an input, or a node
+    computed before the `if`) is masked to the rows that take the branch:
+    a branch's inf or nan never reaches a gradient outside it.
+    """
+    nodes = graph.nodes
+    enclosing = [[] for _ in nodes]     # (start, end, mask) of each branch range around a node
+    for branch in graph.branches:
+        taken = algebra.ne(values[branch.condition], 0.0)
+        for start, end, mask in ((branch.then_start, branch.else_start, taken),
+                                 (branch.else_start, branch.end, algebra.eq(taken, 0.0))):
+            for i in range(start, end):
+                enclosing[i].append((start, end, mask))
+    grads = [None] * len(nodes)
+    grads[output] = 1.0
+    for i in range(output, -1, -1):
+        g = grads[i]
+        if g is None or not nodes[i].args:
+            continue
+        for a, da in zip(nodes[i].args, pullback(graph, i, g, values, algebra)):
+            if da is None:
+                continue
+            for start, end, mask in enclosing[i]:
+                if not start <= a < end or nodes[a].op == 'input':
+                    da = algebra.where(mask, da, 0.0)
+            grads[a] = da if grads[a] is None else algebra.add(grads[a], da)
     return [0.0 if g is None else g for g in grads]
 
 
@@ -130,4 +227,4 @@ def check_names(graph, names):
             raise AdgradError(f"'{name}' is not a variable of the expression{hint}")
 
 
-__all__ = ['forward', 'backward', 'pullback', 'first_nonfinite', 'check_names', 'NumericalError']
+__all__ = ['forward', 'backward', 'pullback', 'executed', 'first_nonfinite', 'check_names', 'NumericalError']

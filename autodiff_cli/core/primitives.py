@@ -273,17 +273,47 @@ CALLABLE = [
 
 # Used by derivative rules, never called by name from a program.
 INTERNAL = [
-    _row('eq', 2, ieee.eq, 'eq', _no_gradient),
-    _row('lt', 2, ieee.lt, 'lt', _no_gradient),
-    _row('ge', 2, ieee.ge, 'ge', _no_gradient),
     _row('where', 3, ieee.where, 'where',
          lambda k, g, out, c, a, b: (None, k.where(c, g, 0.0), k.where(c, 0.0, g))),
+    # The gradients the two branches of an `if` receive, as a pair: (g, None)
+    # or (None, g) at a point, row by row over arrays. Never a node of a graph;
+    # a row here so that every algebra has it, as it has the primitives.
+    _row('branches', 2, lambda c, g: (g, None) if c else (None, g), 'branches', _no_gradient),
 ]
 
-PRIMITIVES = {row.name: row for row in OPERATORS + CALLABLE + INTERNAL}
+
+def _custom_vjp(k, g, out, value, *rest):
+    """A block with a declared derivative: custom(value, ∂1, …, ∂n, arg1, …, argn).
+    The body's nodes get no gradient; each argument gets g times its partial."""
+    n = len(rest) // 2
+    return (None,) * (n + 1) + tuple(k.mul(g, partial) for partial in rest[:n])
+
+
+# The language's logic. Comparisons are 1.0 or 0.0 and pass no gradient (None:
+# not a zero that could meet an inf). `if` sends g to the branch it took:
+# the algebra's `branches` says which (a float condition picks one; over
+# arrays each row does, and backward masks the rest).
+LOGIC = [
+    _row('lt', 2, ieee.lt, 'lt', _no_gradient, symbol='<'),
+    _row('le', 2, lambda a, b: 1.0 if a <= b else 0.0, 'le', _no_gradient, symbol='<='),
+    _row('gt', 2, lambda a, b: 1.0 if a > b else 0.0, 'gt', _no_gradient, symbol='>'),
+    _row('ge', 2, ieee.ge, 'ge', _no_gradient, symbol='>='),
+    _row('eq', 2, ieee.eq, 'eq', _no_gradient, symbol='=='),
+    _row('ne', 2, lambda a, b: 0.0 if a == b else 1.0, 'ne', _no_gradient, symbol='!='),
+    _row('and', 2, lambda a, b: 1.0 if a and b else 0.0, 'logical_and', _no_gradient,
+         symbol='and'),
+    _row('or', 2, lambda a, b: 1.0 if a or b else 0.0, 'logical_or', _no_gradient, symbol='or'),
+    _row('not', 1, lambda a: 0.0 if a else 1.0, 'logical_not', _no_gradient, symbol='not'),
+    _row('if', 3, lambda c, a, b: a if c else b, 'select',
+         lambda k, g, out, c, a, b: (None, *k.branches(c, g))),
+    _row('stop_gradient', 1, lambda a: a, 'positive', lambda k, g, out, a: (None,)),
+    _row('custom', -1, lambda value, *rest: value, 'first', _custom_vjp),
+]
+
+PRIMITIVES = {row.name: row for row in OPERATORS + CALLABLE + INTERNAL + LOGIC}
 
 # The functions a program may call, by name.
-FUNCTIONS = {row.name: row for row in CALLABLE}
+FUNCTIONS = {row.name: row for row in CALLABLE + LOGIC[-2:-1]}
 
 CONSTANTS = {'pi': 3.141592653589793, 'e': 2.718281828459045}
 

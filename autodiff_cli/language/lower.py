@@ -1,24 +1,45 @@
-"""Syntax tree to graph: one input node per variable, one node per operation.
+"""Program text to graph, as it is parsed: one input node per variable, one
+node per operation.
 
-Lowering walks each expression with an explicit stack, so depth is bounded
-by memory, not by Python's recursion limit. A call of a user block is
-inlined: its body is lowered again with the parameters bound to the
-argument nodes, and every node it makes records the block instance.
+The parser (parse.py) calls a method of `Lowering` at each reduction of the
+grammar, named after the rule's alias, with the values of the rule's
+children; each method emits its nodes there and then. There is no syntax
+tree: an expression's value is the id of its node, or `(AT, start, end, id)`
+for a node that is not the expression's own (a variable's, a block call's
+result, a parenthesised value), seen at that place in the text.
+
+A block is lowered once, when it is defined, into a `Template`: its body's
+nodes with slots for the parameters. Each call copies the template onto the
+tape, so a call costs one copy per node, however deeply blocks call blocks,
+and a template's size is known before it is copied.
 """
 
-from ..errors import AdgradError
-from ..core.graph import Graph, Node
-from ..errors import did_you_mean
-from .parse import parse
+import re
+from dataclasses import dataclass, field
+
+from ..core.graph import Branch, Graph, Node
 from ..core.primitives import CONSTANTS, FUNCTIONS
+from ..errors import AdgradError, did_you_mean
+from .parse import parse
 
+# About 3 s and 1 GB of lowering: past any program of 10^6 tokens. A block
+# that calls a block twice doubles, so sizes are checked before copying.
+MAX_NODES = 3_000_000
 
-MAX_NODES = 10_000_000  # about 1.2 GB of tape: past any program of 10^6 tokens
+KEYWORDS = frozenset({'if', 'and', 'or', 'not', 'input', 'grad'})
+ALIASES = {'ln': 'log', 'detach': 'stop_gradient'}
+_COMPARISONS = {'<': 'lt', '<=': 'le', '>': 'gt', '>=': 'ge', '==': 'eq', '!=': 'ne'}
+_UPDATES = {'+=': 'add', '-=': 'sub', '*=': 'mul', '/=': 'div', '^=': 'pow'}
+_AT = 'AT'   # (AT, start, end, node id): a node seen at a place in the text
+_NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_]*')
+_new_node = tuple.__new__   # Node(...) without NamedTuple's keyword handling: 3x cheaper
 
 
 def lower(source):
     """Parse and lower a program into a Graph."""
-    return _Lowering(source).program(parse(source))
+    lowering = Lowering(source)
+    parse(source, lowering)
+    return lowering.graph()
 
 
 def constant(source):
@@ -31,237 +52,519 @@ def constant(source):
     return forward(graph, {})[graph.output]
 
 
-def _calls(expr):
-    """(name, syntax node) of every call in an expression."""
-    stack, found = [expr], []
-    while stack:
-        node = stack.pop()
-        if node[0] == 'call':
-            found.append((node[3], node))
-            stack.extend(node[4])
-        elif node[0] == 'op':
-            stack.extend(node[4])
-        elif node[0] == 'group':
-            stack.append(node[3])
-    return found
+@dataclass(slots=True)
+class Template:
+    """A block's body, lowered once. Node ids in `nodes` are local and
+    written ~j (negative); non-negative ids point at the tape (global inputs
+    and bindings the body uses). The first len(params) nodes are the
+    parameters' slots."""
+    name: str
+    params: tuple
+    nodes: list = field(default_factory=list)
+    branches: list = field(default_factory=list)
+    outputs: tuple = ()            # local ids of the body's value (or of each partial)
+    grad: 'Template | None' = None  # a `grad NAME(...) = ...` declaration
 
 
 def _plural(n, word):
     return f'{n} {word}' + ('' if n == 1 else 's')
 
 
-class _Lowering:
+def _clip(name, limit=40):
+    return name if len(name) <= limit else name[:limit - 1] + '…'
+
+
+class Lowering:
+    """The builder the parser drives: one method per rule alias of the grammar."""
+
     def __init__(self, source):
         self.source = source
-        self.nodes = []
-        self.inputs = {}
+        self.nodes = []           # the tape
+        self.input_ids = {}          # variable name -> input node id
         self.defaults = {}
-        self.bindings = {}
-        self.blocks = {}          # name -> (parameter names, body)
-        self.block_sizes = {}     # name -> nodes one call makes, all blocks inside inlined
-        self.instances = {}       # block name -> calls lowered so far
-        self.bound_later = set()  # names a later statement binds or declares
-        self.defined_later = {}   # block name -> names its body calls
+        self.declared = set()     # names declared with `input`
+        self.names = {}           # name -> node id of its current version
+        self.versions = {}        # name -> how many versions it has had
+        self.blocks = {}          # block name -> Template
+        self.called = set()       # blocks called so far
+        self.instances = {}       # block name -> calls copied onto the tape so far
+        self.branches = []
+        self.marks = []           # where an `if`'s condition and branches start
+        self.body = None          # the Template being read, inside a block or grad body
+        self.last_bare = None          # (node id, position) of a bare expression statement
+        self.output = None
+        self.statements = 0
+        self.mark = 0             # tape length when the current statement began
+        self.notes = []
+
+    # ---- emitting ----
 
     def error(self, message, pos):
         return AdgradError(message, self.source, pos)
 
-    def emit(self, node):
-        if len(self.nodes) >= MAX_NODES:
-            raise AdgradError(f'the program has more than {MAX_NODES:,} nodes; adgrad stops there')
-        self.nodes.append(node)
-        return len(self.nodes) - 1
+    def emit(self, op, args, span, name=None, value=None, block=None):
+        target = self.nodes if self.body is None else self.body.nodes
+        if len(target) >= MAX_NODES:
+            raise AdgradError(f'the program has more than {MAX_NODES:,} nodes; adgrad stops there',
+                              self.source, span[0] if span else None)
+        target.append(_new_node(Node, (op, args, name, value, span, block)))
+        return len(target) - 1 if self.body is None else ~(len(target) - 1)
+
+    def node(self, i):
+        return self.nodes[i] if i >= 0 else self.body.nodes[~i]
+
+    def operand(self, value):
+        """(node id, start, end) of an expression's value where it is used."""
+        if type(value) is int:     # an operation's node, made for this very use
+            start, end = self.node(value).span
+            return value, start, end
+        _, start, end, node_id = value
+        return node_id, start, end
+
+    def resolve(self, name, start, end):
+        """The node a name refers to here: a parameter, a binding's current
+        version, an input (made at first use), or a constant."""
+        if self.body is not None and name in self.body.params:
+            return ~self.body.params.index(name)
+        node_id = self.names.get(name)
+        if node_id is not None:
+            return node_id
+        if name in CONSTANTS:
+            return self.emit('const', (), (start, end), name=name, value=CONSTANTS[name])
+        if name in FUNCTIONS or name in self.blocks or name in ALIASES:
+            raise self.error(f"'{name}' is a function; call it as {name}(...)", start)
+        if name in KEYWORDS:
+            raise self.error(f"'{name}' is a keyword, not a value", start)
+        node_id = self.input_ids.get(name)
+        if node_id is None:
+            # Always on the tape, even while a body is read: an input belongs
+            # to the whole program, not to each call.
+            self.nodes.append(_new_node(Node, ('input', (), name, None, (start, end), None)))
+            node_id = self.input_ids[name] = len(self.nodes) - 1
+        return node_id
 
     # ---- statements ----
 
-    def program(self, statements):
-        for statement in statements:
-            if statement[0] in ('bind', 'inputs'):
-                tokens = [statement[1]] if statement[0] == 'bind' else [t for t, _ in statement[1]]
-                self.bound_later.update(t.value for t in tokens)
-            elif statement[0] == 'block':
-                self.defined_later[statement[1].value] = {n for n, _ in _calls(statement[3])}
-        output = None
-        for index, statement in enumerate(statements):
-            kind = statement[0]
-            if kind == 'bind':
-                output = self.bind(statement[1], statement[2])
-            elif kind == 'block':
-                self.define(*statement[1:])
-            elif kind == 'inputs':
-                for token, default in statement[1]:
-                    self.declare(token, default)
-            elif index < len(statements) - 1:
-                raise self.error('only the last statement may be a bare expression; '
-                                 'name this one with NAME = ...', statement[1])
-            else:
-                output = self.expr(statement)
-        if output is None:
-            raise AdgradError('the program has no output: end it with an expression or a binding')
-        return Graph(self.nodes, output, self.inputs, self.defaults, self.source)
+    def statement_begins(self):
+        if self.last_bare is not None:
+            raise self.error('only the last statement may be a bare expression; '
+                             'name this one with NAME = ...', self.last_bare[1])
+        self.statements += 1
 
-    def check_new_name(self, token, what):
-        name = token.value
-        if name in CONSTANTS:
-            raise self.error(f"cannot redefine the constant '{name}'", token.start_pos)
-        if name in FUNCTIONS:
-            raise self.error(f"'{name}' is a built-in function; choose another name for the {what}",
-                             token.start_pos)
-        if name in self.bindings or name in self.blocks or name in self.defaults:
-            raise self.error(f"'{name}' is already defined", token.start_pos)
-        if name in self.inputs:
-            raise self.error(f"'{name}' is used before its definition", token.start_pos)
+    def statement_ends(self):
+        self.mark = len(self.nodes)
 
-    def bind(self, token, expr):
-        self.check_new_name(token, 'binding')
-        node_id = self.expr(expr)  # before the name is bound: x = x + 1 uses x before its definition
-        self.bound_later.discard(token.value)
+    def bare(self, children):
+        self.statement_begins()
+        node_id, start, _ = self.operand(children[0])
+        self.last_bare = (node_id, start)
+        self.output = node_id
+        self.statement_ends()
+
+    def binding(self, children):
+        name, _, value = children
+        self.statement_begins()
+        node_id, start, end = self.operand(value)
+        self.bind(name, node_id, (start, end))
+
+    def update(self, children):
+        name, (_, op_start, _, op), value = children
+        self.statement_begins()
+        _, name_start, _, text = name
+        current = self.names.get(text)
+        if current is None:
+            raise self.error(f"'{_clip(text)}' has no value to update: bind it first "
+                             f'({text} = ...) or declare it (input {text} = ...)', name_start)
+        node_id, _, end = self.operand(value)
+        self.bind(name, self.emit(_UPDATES[op], (current, node_id), (name_start, end)),
+                  (name_start, end))
+
+    def bind(self, token, node_id, span):
+        _, start, _, name = token
+        self.check_name(name, start, 'binding')
+        if name in self.input_ids and name not in self.declared:
+            use = self.nodes[self.input_ids[name]].span[0]
+            raise self.error(f"'{_clip(name)}' is used before its definition", use)
+        count = self.versions[name] = self.versions.get(name, 0) + 1
+        shown = name if count == 1 else f'{name}#{count}'
         node = self.nodes[node_id]
-        if node.name is not None or node_id < len(self.nodes) - 1:
-            # Already a named node: give the new name a node of its own.
-            node_id = self.emit(Node('pos', (node_id,), span=node.span))
-            node = self.nodes[node_id]
-        self.nodes[node_id] = node._replace(name=token.value)
-        self.bindings[token.value] = node_id
-        return node_id
+        if node.name is not None or node_id < len(self.nodes) - 1 or node.op == 'input':
+            # Already someone's node (a variable, another binding, a block's
+            # argument): the new name gets a node of its own.
+            node_id = self.emit('pos', (node_id,), span, name=shown)
+        else:
+            self.nodes[node_id] = node._replace(name=shown)
+        self.names[name] = node_id
+        self.output = node_id
+        self.statement_ends()
 
-    def declare(self, token, default):
-        self.check_new_name(token, 'input')
-        self.bound_later.discard(token.value)
-        sub = _Lowering(self.source)
-        sub.bound_later = self.bound_later
-        value_graph = Graph(sub.nodes, sub.expr(default), sub.inputs, {}, self.source)
-        if value_graph.inputs:
-            raise self.error(f"the default of '{token.value}' must be a constant expression",
-                             default[1])
+    def check_name(self, name, pos, what):
+        if name in KEYWORDS:
+            raise self.error(f"'{name}' is a keyword; choose another name for the {what}", pos)
+        if name in FUNCTIONS or name in ALIASES:
+            raise self.error(f"'{name}' is a built-in function; choose another name for the {what}",
+                             pos)
+        if name in self.blocks:
+            raise self.error(f"'{_clip(name)}' is already defined as a block", pos)
+        if name in CONSTANTS and name not in self.names:
+            self.notes.append(f"'{name}' names a {what} of this program from here on, "
+                              f"not the constant {name}")
+
+    def input_head(self, children):
+        self.statement_begins()
+        self.mark = len(self.nodes)
+        return children[0]
+
+    def default(self, children):
+        (_, start, end, name), _, value = children
+        node_id, used_at, _ = self.operand(value)
+        value = self.constant_value(name, node_id, used_at)
+        self.check_name(name, start, 'input')
+        if name in self.names or name in self.input_ids:
+            raise self.error(f"'{_clip(name)}' is already defined" if name in self.names
+                             else f"'{_clip(name)}' is used before its definition",
+                             start if name in self.names else self.nodes[self.input_ids[name]].span[0])
+        self.nodes.append(_new_node(Node, ('input', (), name, None, (start, end), None)))
+        self.input_ids[name] = self.names[name] = len(self.nodes) - 1
+        self.declared.add(name)
+        self.versions[name] = 1
+        self.defaults[name] = value
+        self.mark = len(self.nodes)
+
+    def constant_value(self, name, node_id, used_at):
+        """The value of a default, whose nodes are the tape's last: then drop them."""
         from ..core.passes import forward
-        self.defaults[token.value] = forward(value_graph, {})[value_graph.output]
-        self.inputs[token.value] = self.emit(
-            Node('input', name=token.value, span=(token.start_pos, token.end_pos)))
+        first = self.mark
+        for i in range(first, len(self.nodes)):
+            node = self.nodes[i]
+            if node.op == 'input' or any(a < first for a in node.args):
+                raise self.error(f"the default of '{_clip(name)}' must be a constant expression",
+                                 node.span[0] if node.op == 'input' else used_at)
+        if node_id < first:
+            raise self.error(f"the default of '{_clip(name)}' must be a constant expression",
+                             used_at)
+        nodes = [node._replace(args=tuple(a - first for a in node.args))
+                 for node in self.nodes[first:]]
+        branches = [b._replace(**{k: v - first for k, v in b._asdict().items()})
+                    for b in self.branches if b.node >= first]
+        value = forward(Graph(nodes, node_id - first, {}, {}, self.source, tuple(branches)),
+                        {})[node_id - first]
+        del self.nodes[first:]
+        self.branches = [b for b in self.branches if b.node < first]
+        return value
 
-    def define(self, token, params, body):
-        name = token.value
-        self.check_new_name(token, 'block')
+    def inputs(self, children):
+        self.statement_ends()
+
+    # ---- blocks ----
+
+    def block_head(self, children):
+        (_, start, _, name), _, arguments, _, _ = children
+        self.statement_begins()
+        self.check_name(name, start, 'block')
+        if name in self.names or name in self.input_ids:
+            raise self.error(f"'{_clip(name)}' is already a variable; choose another name "
+                             'for the block', start)
+        self.body = Template(name, self.parameters(arguments))
+        self.emit_slots()
+        return name
+
+    def parameters(self, arguments):
+        """The parameter names of a block or grad head, whose arguments were
+        read as expressions: each must be a plain name. A name seen there for
+        the first time became an input node; it was a parameter all along."""
         names = []
-        for param in params:
-            if param[0] != 'var':
-                raise self.error('a block parameter must be a name', param[1])
-            if param[3] in CONSTANTS or param[3] in FUNCTIONS:
-                raise self.error(f"'{param[3]}' is built in; choose another parameter name",
-                                 param[1])
-            if param[3] in names:
-                raise self.error(f"parameter '{param[3]}' appears twice", param[1])
-            names.append(param[3])
-        del self.defined_later[name]
-        for callee, call in _calls(body):
-            if callee == name or name in self.reachable(callee):
-                raise self.error(f"blocks cannot recurse: '{name}' calls itself"
-                                 + (f" through '{callee}'" if callee != name else ''), call[1])
-            if callee in self.defined_later:
-                raise self.error(f"block '{callee}' is used before its definition", call[1])
-            self.check_call(call)
-        self.blocks[name] = (tuple(names), body)
-        self.block_sizes[name] = self.inlined_size(body)
+        for argument in arguments:
+            node_id, start, end = self.operand(argument)
+            name = self.source[start:end]
+            if type(argument) is int or not _NAME.fullmatch(name):
+                raise self.error('a block parameter must be a name', start)
+            if name in CONSTANTS or name in FUNCTIONS or name in KEYWORDS or name in ALIASES:
+                raise self.error(f"'{name}' is built in; choose another parameter name", start)
+            if name in names:
+                raise self.error(f"parameter '{_clip(name)}' appears twice", start)
+            names.append(name)
+        while self.nodes and len(self.nodes) > self.mark and self.nodes[-1].op == 'input':
+            del self.input_ids[self.nodes.pop().name]
+        return tuple(names)
 
-    def inlined_size(self, body):
-        """Nodes one call of a body makes: a block calling a block twice doubles,
-        so this is counted before inlining rather than discovered by running out of memory."""
-        size, stack = 0, [body]
-        while stack:
-            syntax = stack.pop()
-            kind = syntax[0]
-            if kind == 'num' or (kind == 'var' and syntax[3] in CONSTANTS):
-                size += 1
-            elif kind == 'group':
-                stack.append(syntax[3])
-            elif kind in ('op', 'call'):
-                size += self.block_sizes.get(syntax[3], 1) if kind == 'call' else 1
-                stack.extend(syntax[4])
-        return size
+    def emit_slots(self):
+        for name in self.body.params:
+            self.emit('param', (), None, name=name)
 
-    def reachable(self, start):
-        seen, stack = set(), [start]
-        while stack:
-            for callee in self.defined_later.get(stack.pop(), ()):
-                if callee not in seen:
-                    seen.add(callee)
-                    stack.append(callee)
-        return seen
+    def block(self, children):
+        name, value = children
+        self.body.outputs = (self.operand(value)[0],)
+        self.blocks[name] = self.body
+        self.body = None
+        self.statement_ends()
+
+    def grad_head(self, children):
+        _, (_, start, _, name), _, arguments, _, _ = children
+        self.statement_begins()
+        block = self.blocks.get(name)
+        if block is None:
+            raise self.error(f"grad {_clip(name)}(...): define the block {_clip(name)} first", start)
+        if block.grad is not None:
+            raise self.error(f"the derivative of '{name}' is already declared", start)
+        if name in self.called:
+            raise self.error(f"declare grad {name}(...) before the first call of {name}", start)
+        params = self.parameters(arguments)
+        if len(params) != len(block.params):
+            raise self.error(f'{name}() takes {_plural(len(block.params), "parameter")}, '
+                             f'so its grad declaration needs as many, not {len(params)}', start)
+        self.grad_at = start
+        # `out` is the block's output, unless a parameter is called that.
+        self.body = Template(f'grad {name}', params + (() if 'out' in params else ('out',)))
+        self.emit_slots()
+        return name
+
+    def partial(self, children):
+        return [self.operand(children[0])[0]]
+
+    def partial_list(self, children):
+        _, first, _, rest, _ = children
+        return [self.operand(value)[0] for value in [first, *rest]]
+
+    def custom_grad(self, children):
+        name, partials = children
+        block = self.blocks[name]
+        if len(partials) != len(block.params):
+            raise self.error(f'{name}() has {_plural(len(block.params), "parameter")}: give one '
+                             f'partial derivative for each, in order, not {len(partials)}',
+                             self.grad_at)
+        self.body.outputs = tuple(partials)
+        block.grad = self.body
+        self.body = None
+        self.statement_ends()
 
     # ---- expressions ----
 
-    def check_call(self, call):
-        _, start, _, name, args = call
-        if name in FUNCTIONS:
-            arity = FUNCTIONS[name].arity
-        elif name in self.blocks:
-            arity = len(self.blocks[name][0])
-        elif name in self.defined_later:
-            raise self.error(f"block '{name}' is used before its definition", start)
-        elif name in self.bindings or name in self.inputs or name in CONSTANTS:
-            raise self.error(f"'{name}' is a value, not a function", start)
-        else:
-            known = set(FUNCTIONS) | set(self.blocks)
-            raise self.error(f"unknown function '{name}'{did_you_mean(name, known)}", start)
-        if len(args) != arity:
-            raise self.error(f'{name}() takes {_plural(arity, "argument")}, got {len(args)}', start)
+    def number(self, children):
+        _, start, end, text = children[0]
+        return self.emit('const', (), (start, end), value=float(text))
 
-    def variable(self, syntax, env, block):
-        _, start, end, name = syntax
-        if name in env:
-            return env[name]
-        if name in self.bindings:
-            return self.bindings[name]
-        if name in CONSTANTS:
-            return self.emit(Node('const', name=name, value=CONSTANTS[name],
-                                  span=(start, end), block=block))
-        if name in FUNCTIONS or name in self.blocks:
-            raise self.error(f"'{name}' is a function; call it as {name}(...)", start)
-        if name in self.inputs:
-            return self.inputs[name]
-        if name in self.bound_later:
-            raise self.error(f"'{name}' is used before its definition", start)
-        node_id = self.emit(Node('input', name=name, span=(start, end)))
-        self.inputs[name] = node_id
+    def variable(self, children):
+        _, start, end, name = children[0]
+        return (_AT, start, end, self.resolve(name, start, end))
+
+    def group(self, children):
+        (_, start, _, _), value, (_, _, end, _) = children
+        return (_AT, start, end, self.operand(value)[0])
+
+    def arguments(self, children):
+        if len(children) == 1:
+            return [children[0]]
+        arguments, _, value = children
+        arguments.append(value)
+        return arguments
+
+    def binary(self, op, left, right):
+        a, start, _ = self.operand(left)
+        b, _, end = self.operand(right)
+        return self.emit(op, (a, b), (start, end))
+
+    def add(self, children):
+        return self.binary('add', children[0], children[2])
+
+    def sub(self, children):
+        return self.binary('sub', children[0], children[2])
+
+    def mul(self, children):
+        return self.binary('mul', children[0], children[2])
+
+    def div(self, children):
+        return self.binary('div', children[0], children[2])
+
+    def pow(self, children):
+        return self.binary('pow', children[0], children[2])
+
+    def compare(self, children):
+        left, (_, _, _, op), right = children
+        return self.binary(_COMPARISONS[op], left, right)
+
+    def and_(self, children):
+        return self.binary('and', children[0], children[2])
+
+    def or_(self, children):
+        return self.binary('or', children[0], children[2])
+
+    def unary(self, op, children):
+        (_, start, _, _), value = children
+        a, _, end = self.operand(value)
+        return self.emit(op, (a,), (start, end))
+
+    def neg(self, children):
+        return self.unary('neg', children)
+
+    def pos(self, children):
+        return self.unary('pos', children)
+
+    def not_(self, children):
+        return self.unary('not', children)
+
+    # ---- conditionals ----
+
+    def if_head(self, children):
+        self.push_mark()
+        return children[0]
+
+    def then_mark(self, children):
+        self.push_mark()
+
+    def else_mark(self, children):
+        self.push_mark()
+
+    def push_mark(self):
+        self.marks.append(len(self.nodes if self.body is None else self.body.nodes))
+
+    def conditional(self, children):
+        (_, start, _, _), condition, _, then, _, otherwise, (_, _, end, _) = children
+        else_start = self.marks.pop()
+        then_start = self.marks.pop()
+        self.marks.pop()
+        end = len(self.nodes if self.body is None else self.body.nodes)
+        c = self.operand(condition)[0]
+        a = self.operand(then)[0]
+        b = self.operand(otherwise)[0]
+        node_id = self.emit('if', (c, a, b), (start, end))
+        branches = self.branches if self.body is None else self.body.branches
+        here = node_id if node_id >= 0 else ~node_id
+        branches.append(Branch(here, c, then_start, else_start, end))
         return node_id
 
-    def expr(self, root, env=None, block=None):
-        """Lower one expression in postorder with an explicit stack; return its node id."""
-        stack = [(root, env or {}, block, False)]
-        results = []
-        while stack:
-            syntax, env, block, ready = stack.pop()
-            kind = syntax[0]
-            if kind == 'num':
-                results.append(self.emit(Node('const', value=float(syntax[3]),
-                                              span=(syntax[1], syntax[2]), block=block)))
-            elif kind == 'var':
-                results.append(self.variable(syntax, env, block))
-            elif kind == 'group':
-                stack.append((syntax[3], env, block, False))
-            elif not ready:
-                stack.append((syntax, env, block, True))
-                stack.extend((child, env, block, False) for child in reversed(syntax[4]))
+    # ---- calls ----
+
+    def call(self, children):
+        (_, start, _, name), _, arguments, (_, _, end, _) = children
+        name = ALIASES.get(name, name)
+        args = [self.operand(argument)[0] for argument in arguments]
+        span = (start, end)
+        if name in FUNCTIONS:
+            return self.function(name, args, span)
+        block = self.blocks.get(name)
+        if block is None:
+            raise self.unknown_call(name, start)
+        if len(args) != len(block.params):
+            raise self.error(f'{name}() takes {_plural(len(block.params), "argument")}, '
+                             f'got {len(args)}', start)
+        self.called.add(name)
+        return (_AT, start, end, self.instantiate(block, args, span))
+
+    def function(self, name, args, span):
+        count = len(args)
+        if name in ('min', 'max') and count > 2:
+            # n-ary: torch.maximum chained left to right, ties split as it splits them
+            node_id = self.emit(name, tuple(args[:2]), span)
+            for a in args[2:]:
+                node_id = self.emit(name, (node_id, a), span)
+            return node_id
+        if name == 'log' and count == 2:   # log(x, b) = log(x) / log(b)
+            x, base = args
+            return self.emit('div', (self.emit('log', (x,), span), self.emit('log', (base,), span)),
+                             span)
+        arity = FUNCTIONS[name].arity
+        if count != arity:
+            extra = ' (or 2: log(x, base))' if name == 'log' else (
+                ' or more' if name in ('min', 'max') else '')
+            raise self.error(f'{name}() takes {_plural(arity, "argument")}{extra}, got {count}',
+                             span[0])
+        return self.emit(name, tuple(args), span)
+
+    def unknown_call(self, name, start):
+        if self.body is not None and self.body.name in (name, f'grad {name}'):
+            return self.error(f"blocks cannot recurse: '{_clip(name)}' calls itself", start)
+        if name in self.names or name in self.input_ids or name in CONSTANTS:
+            return self.error(f"'{_clip(name)}' is a value, not a function", start)
+        later = re.compile(rf'(?:^|[;\n])[ \t]*{re.escape(name)}[ \t]*\([^()]*\)[ \t]*=(?!=)')
+        if later.search(self.source, start):
+            return self.error(f"block '{_clip(name)}' is used before its definition", start)
+        known = set(FUNCTIONS) | set(self.blocks) | set(ALIASES)
+        return self.error(f"unknown function '{_clip(name)}'{did_you_mean(name, known)}", start)
+
+    def instantiate(self, block, args, span):
+        """Copy a block's template where it is called; the id of its value."""
+        size = len(block.nodes) - len(block.params)
+        if block.grad is not None:
+            size += len(block.grad.nodes) - len(block.grad.params) + 1
+        target = self.nodes if self.body is None else self.body.nodes
+        if len(target) + size > MAX_NODES:
+            raise self.error(f"calling '{block.name}' here would grow the graph past "
+                             f'{MAX_NODES:,} nodes once its blocks are inlined '
+                             f'({size:,} for this call)', span[0])
+        path = self.instance_path(block.name)
+        value = self.copy(block, args, path)[0]
+        if block.grad is None:
+            return value
+        partials = self.copy(block.grad, [*args, value][:len(block.grad.params)], path)
+        return self.emit('custom', (value, *partials, *args), span, block=path)
+
+    def instance_path(self, name):
+        """'f#3' on the tape; inside a body, the call's place in that body,
+        numbered when the body itself is copied onto the tape."""
+        if self.body is not None:
+            return f'{name}#{len(self.body.nodes)}'
+        count = self.instances[name] = self.instances.get(name, 0) + 1
+        return f'{name}#{count}'
+
+    def copy(self, template, args, path):
+        """Append a template's nodes with its parameters bound to `args`; the
+        new ids of its outputs."""
+        into_body = self.body is not None
+        target = self.nodes if not into_body else self.body.nodes
+        slots = len(template.params)
+        local = list(args) + [0] * (len(template.nodes) - slots)
+        paths = {None: path}
+        base = len(target)
+        for j in range(slots, len(template.nodes)):
+            op, node_args, name, value, span, block = template.nodes[j]
+            node_args = tuple(local[~a] if a < 0 else a for a in node_args)
+            shown = paths.get(block)
+            if shown is None:
+                shown = self.nested_path(paths, block, into_body)
+            target.append(_new_node(Node, (op, node_args, name, value, span, shown)))
+            local[j] = len(target) - 1 if not into_body else ~(len(target) - 1)
+        branches = self.branches if not into_body else self.body.branches
+        shift = base - slots
+        for branch in template.branches:
+            condition = local[~branch.condition] if branch.condition < 0 else branch.condition
+            branches.append(Branch(branch.node + shift, condition, branch.then_start + shift,
+                                   branch.else_start + shift, branch.end + shift))
+        return [local[~out] if out < 0 else out for out in template.outputs]
+
+    def nested_path(self, paths, relative, into_body):
+        """The path of a call made inside a copied body. Copied into another
+        body it stays relative ('h#4/g#2': places in the bodies); copied onto
+        the tape, each call gets the next number of its block ('f#2/h#5').
+        `paths` caches what each relative path became in this copy."""
+        parts = relative.split('/')
+        for k in range(len(parts)):
+            prefix = '/'.join(parts[:k + 1])
+            if prefix in paths:
+                continue
+            parent = paths['/'.join(parts[:k]) if k else None]
+            if into_body:
+                paths[prefix] = f'{parent}/{parts[k]}'
             else:
-                count = len(syntax[4])
-                args = tuple(results[-count:])
-                del results[-count:]
-                span = (syntax[1], syntax[2])
-                if kind == 'op':
-                    results.append(self.emit(Node(syntax[3], args, span=span, block=block)))
-                    continue
-                self.check_call(syntax)
-                name = syntax[3]
-                if name in FUNCTIONS:
-                    results.append(self.emit(Node(name, args, span=span, block=block)))
-                    continue
-                params, body = self.blocks[name]
-                if len(self.nodes) + self.block_sizes[name] > MAX_NODES:
-                    raise self.error(f"calling '{name}' here would grow the graph past "
-                                     f'{MAX_NODES:,} nodes once its blocks are inlined '
-                                     f'({self.block_sizes[name]:,} for this call)', syntax[1])
-                self.instances[name] = self.instances.get(name, 0) + 1
-                instance = f'{name}#{self.instances[name]}'
-                inner = f'{block}/{instance}' if block else instance
-                stack.append((body, dict(zip(params, args)), inner, False))
-        return results[0]
+                name = parts[k].partition('#')[0]
+                count = self.instances[name] = self.instances.get(name, 0) + 1
+                paths[prefix] = f'{parent}/{name}#{count}'
+        return paths[relative]
+
+    # ---- the whole program ----
+
+    def graph(self):
+        if self.statements == 0:
+            raise AdgradError('empty program: write an expression, such as x*y')
+        if self.output is None:
+            raise AdgradError('the program has no output: end it with an expression or a binding')
+        if not self.input_ids:
+            constants = [name for name, i in self.names.items()
+                         if self.nodes[i].op == 'const' or (
+                             self.nodes[i].op == 'neg' and self.nodes[self.nodes[i].args[0]].op == 'const')]
+            if constants:
+                name = constants[0]
+                self.notes.append(f"'{name}' is bound to a constant, so nothing here is a variable; "
+                                  f"write input {name} = ... to differentiate with respect to it")
+        return Graph(self.nodes, self.output, self.input_ids, self.defaults, self.source,
+                     tuple(self.branches), tuple(dict.fromkeys(self.notes)))

@@ -1,32 +1,24 @@
-"""Text to syntax tree, by the LALR(1) table of grammar/adgrad.lark.
+"""Text to graph, by the LALR(1) table of grammar/adgrad.lark.
 
-Lark computes the table from the grammar file (see grammar_table.py); this
+Lark computes the table from the grammar file (grammar_table.py); this
 module lexes with the grammar's own terminals and drives the table in one
-loop, applying the transformer below at each reduction, so no parse tree
-is built and nothing recurses with the depth of the input. It does not
-import Lark: that and building Lark's parser took most of a short run's
-time, and Lark's general driver spent ~10 µs per token.
+loop. At each reduction it calls the method of the same name on a builder
+(lower.Lowering), which emits the graph's nodes there and then: there is no
+syntax tree, and nothing recurses with the depth of the input. It does not
+import Lark, which with building Lark's parser took most of a short run's
+time, while Lark's general driver spent ~10 µs per token.
 
-The syntax tree is plain tuples, each carrying its (start, end) offsets in
-the text:
-
-    ('num', start, end, text)            ('var', start, end, name)
-    ('op', start, end, op, (children))   ('call', start, end, name, (args))
-    ('group', start, end, child)
-
-and statements ('bind', name_token, expr), ('block', name_token, params,
-body), ('inputs', [(name_token, expr), ...]) or a bare expression.
+Tokens reach the builder as plain tuples (KIND, start, end, text): building
+one is several times cheaper than any object, and a parse makes one per
+token. The builder unpacks them by name.
 """
-
 import json
 import os
 import re
 import zlib
-from typing import NamedTuple
 
 from ..errors import AdgradError
 
-_EMPTY = re.compile(r'(\s|;|#[^\n]*|\\\n)*')
 _FRIENDLY = {'NUMBER': 'a number', 'NAME': 'a name', '$END': 'end of input',
              '_NEWLINE': 'a new line'}
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -44,75 +36,6 @@ def grammar_text():
             with open(path, encoding='utf-8') as f:
                 return f.read()
     raise FileNotFoundError('grammar/adgrad.lark is missing from the installation')
-
-
-class Token(NamedTuple):
-    """A name that outlives parsing (a binding's, a block's, an input's),
-    with the fields of Lark's Token that lowering uses."""
-    type: str
-    start_pos: int
-    end_pos: int
-    value: str
-
-    def __str__(self):
-        return self.value
-
-
-# ---- the transformer: one method per rule alias of the grammar ----
-#
-# Tokens reach it as plain tuples (TYPE, start, end, text): building one is
-# several times cheaper than any object, and a parse makes one per token.
-# Syntax nodes also begin (kind, start, end, ...), so c[i][1] and c[i][2]
-# are the offsets of any child. Terminal names are upper case and syntax
-# kinds lower case, which tells separators from statements.
-
-def _binary(op):
-    return lambda self, c: ('op', c[0][1], c[2][2], op, (c[0], c[2]))
-
-
-def _unary(op):
-    return lambda self, c: ('op', c[0][1], c[1][2], op, (c[1],))
-
-
-class ToSyntax:
-    # Every token of a rule arrives (the grammar keeps them all), so that
-    # operators and parentheses bring their offsets; each method drops the
-    # punctuation it does not need.
-    add, sub, mul, div, pow = (_binary(op) for op in ('add', 'sub', 'mul', 'div', 'pow'))
-    neg, pos = _unary('neg'), _unary('pos')
-
-    def number(self, c):
-        _, start, end, text = c[0]
-        return ('num', start, end, text)
-
-    def variable(self, c):
-        _, start, end, name = c[0]
-        return ('var', start, end, name)
-
-    def call(self, c):
-        name, _, args, close = c
-        return ('call', name[1], close[2], name[3], args)
-
-    def arguments(self, c):
-        return tuple(c[::2])
-
-    def group(self, c):
-        return ('group', c[0][1], c[2][2], c[1])
-
-    def binding(self, c):
-        return ('bind', Token(*c[0]), c[2])
-
-    def block(self, c):
-        return ('block', Token(*c[0]), c[2], c[5])
-
-    def default(self, c):
-        return (Token(*c[0]), c[2])
-
-    def inputs(self, c):
-        return ('inputs', list(c[1::2]))  # "input" default ("," default)*
-
-    def program(self, c):
-        return [s for s in c if not s[0].isupper()]  # drop the separator tokens
 
 
 # ---- the table ----
@@ -147,10 +70,13 @@ class TableError(Exception):
         super().__init__(f'{why}; rebuild it with: python -m autodiff_cli.language.grammar_table')
 
 
+PASS, DISCARD, CALL = range(3)   # what a reduction does with the values it pops
+
+
 class _Parser:
     """The table, compiled for the driver loop."""
 
-    def __init__(self, table, transformer):
+    def __init__(self, table):
         self.states = table['states']
         self.start, self.end = table['start'], table['end']
         self.strings = table['strings']
@@ -168,43 +94,55 @@ class _Parser:
                                 + r'|(?P<unexpected>[\s\S])|\Z)')
         self.kinds = {index: name for name, index in self.lexer.groupindex.items()}
         self.unexpected = self.lexer.groupindex['unexpected']
-        # Per rule: (origin, size, build), where build turns the popped values
-        # into the rule's value, or is None for a `?rule` with a single child,
-        # which passes its child on unchanged.
+        # Per rule: (origin, size, mode, callback name). A `?rule` with one
+        # child passes it on; `_rules`, anonymous lists and the program itself
+        # are only structure (their statements were lowered as they were
+        # read), so their values are dropped rather than gathered, and a
+        # million statements cost a million steps, not a million copies.
         self.rules = []
         for rule in table['rules']:
-            size, splice, inline_single = rule['size'], rule['splice'], rule['inline_single']
-            if inline_single and size == 1 and not splice:
-                build = None
-            elif rule['origin'].startswith('_') or splice or inline_single:
-                build = _builder(None if rule['origin'].startswith('_')
-                                 else getattr(transformer, rule['callback']),
-                                 splice, inline_single)
+            origin, size = rule['origin'], rule['size']
+            if rule['inline_single'] and size == 1:
+                mode = PASS
+            elif origin.startswith('_') or origin == 'program':
+                mode = DISCARD
             else:
-                build = getattr(transformer, rule['callback'])
-            self.rules.append((rule['origin'], size, build))
+                mode = CALL
+            self.rules.append((origin, size, mode, rule['callback']))
+        self.chains = {}
 
-    def expected(self, actions, reduced):
+    def climb(self, below, top, kind):
+        """The top state after every `?rule` reduction that `kind` causes in a row."""
+        while True:
+            action = self.states[top].get(kind)
+            if action is None or action >= 0 or self.rules[~action][2] != PASS:
+                return top
+            top = self.states[below][self.rules[~action][0]]
+
+    def expected(self, actions, kind, reduced):
         """The terminals a syntax error names, as Lark's parser names them."""
         expected = {s for s in actions if s.isupper()}
-        if not reduced:
-            # The token did not fit the state it was lexed in, and Lark's
-            # contextual lexer reports that state's own terminals: no end of
-            # input, and no keyword that its regular terminal takes in.
+        if not reduced and kind != '_NEWLINE':
+            # The token did not fit the state it was lexed in (a new line
+            # always does), and Lark's contextual lexer reports that state's
+            # own terminals: no end of input, and no keyword that its
+            # regular terminal takes in.
             expected.discard('$END')
             for regular, words in self.keywords.items():
                 if regular in expected:
                     expected.difference_update(words.values())
         return expected
 
-    def parse(self, text):
-        """The transformer's value for the whole text.
+    def parse(self, text, builder):
+        """Drive `builder` through the whole text.
 
         One loop lexes, shifts and reduces: it is the hot path for machine-made
         programs of 10^6 tokens, so it keeps everything in locals.
         """
-        states, rules, keywords, kinds, end_state, unexpected = (
-            self.states, self.rules, self.keywords, self.kinds, self.end, self.unexpected)
+        states, keywords, kinds, end_state, unexpected, chains = (
+            self.states, self.keywords, self.kinds, self.end, self.unexpected, self.chains)
+        rules = [(origin, size, mode, getattr(builder, name) if mode == CALL else None)
+                 for origin, size, mode, name in self.rules]
         state_stack = [self.start]
         value_stack = []
         actions = states[self.start]
@@ -220,7 +158,6 @@ class _Parser:
             else:
                 start, end = match.span(index)
                 token = (kind, start, end, text[start:end])
-                # NewlinesInParentheses.process, inline.
                 if kind == 'LPAR':
                     depth += 1
                 elif kind == 'RPAR':
@@ -239,22 +176,38 @@ class _Parser:
                 action = actions.get(kind)
                 if action is None:
                     if kind == '$END' and state_stack[-1] == end_state:
-                        return value_stack[-1]
+                        return
                     raise _Unexpected(token, token[1],
-                                      self.expected(actions, reduced or kind == '$END'))
+                                      self.expected(actions, kind, reduced or kind == '$END'))
                 if action >= 0:
                     break
-                origin, size, build = rules[~action]
-                if build is None:  # a `?rule` passing its one child on
-                    del state_stack[-1]
-                elif size == 1:
-                    value_stack[-1] = build(value_stack[-1:])
-                    del state_stack[-1]
-                else:
-                    children = value_stack[-size:]
-                    del value_stack[-size:]
+                origin, size, mode, build = rules[~action]
+                if mode == PASS:
+                    # An operand climbing the precedence ladder reduces once
+                    # per rung, each replacing only the top state: jump to
+                    # where the whole climb ends, remembered per
+                    # (state below, top state, lookahead).
+                    key = (state_stack[-2], state_stack[-1], kind)
+                    top = chains.get(key)
+                    if top is None:
+                        top = chains[key] = self.climb(*key)
+                    state_stack[-1] = top
+                    actions = states[top]
+                    reduced = True
+                    continue
+                if mode == CALL:
+                    if size == 1:
+                        value_stack[-1] = build(value_stack[-1:])
+                    else:
+                        children = value_stack[-size:]
+                        del value_stack[-size:]
+                        value_stack.append(build(children))
                     del state_stack[-size:]
-                    value_stack.append(build(children))
+                else:
+                    if size:
+                        del value_stack[-size:]
+                        del state_stack[-size:]
+                    value_stack.append(None)
                 state = states[state_stack[-1]][origin]
                 state_stack.append(state)
                 actions = states[state]
@@ -263,25 +216,6 @@ class _Parser:
             value_stack.append(token)
             actions = states[action]
         raise AssertionError('the lexer ends every text with an empty match')
-
-
-def _builder(method, splice, inline_single):
-    """The reduction of one rule: splice `_rule` children in, then call."""
-    def build(children):
-        if splice:
-            spliced = []
-            for i, child in enumerate(children):
-                if i in splice:
-                    spliced.extend(child)
-                else:
-                    spliced.append(child)
-            children = spliced
-        if method is None:  # a `_rule`: its children go to its parent
-            return children
-        if inline_single and len(children) == 1:
-            return children[0]
-        return method(children)
-    return build
 
 
 class _Unexpected(Exception):
@@ -293,20 +227,21 @@ class _Unexpected(Exception):
 _PARSER = None
 
 
-def _parser():
+def driver():
+    """The table driver, built on first use."""
     global _PARSER
     if _PARSER is None:
-        _PARSER = _Parser(load_table(), ToSyntax())
+        _PARSER = _Parser(load_table())
     return _PARSER
 
 
-def parse(text):
-    """Parse a program; raise AdgradError pointing at the first bad token."""
-    parser = _parser()
+def parse(text, builder):
+    """Parse a program, calling `builder` at each reduction; raise AdgradError
+    pointing at the first token that does not fit."""
     try:
-        return parser.parse(text)
+        driver().parse(text, builder)
     except _Unexpected as error:
-        raise _syntax_error(parser, text, error) from None
+        raise _syntax_error(driver(), text, error) from None
 
 
 def _describe_terminal(parser, name):
@@ -323,8 +258,6 @@ def _syntax_error(parser, text, error):
         return AdgradError(f'unexpected character {text[pos]!r}', text, pos)
     kind, _, _, value = error.token
     if kind == '$END':
-        if _EMPTY.fullmatch(text):
-            return AdgradError('empty program: write an expression, such as x*y')
         pos = len(text.rstrip())
         found = 'end of input'
     else:

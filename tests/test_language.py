@@ -1,0 +1,208 @@
+"""The language people write: rebinding, conditionals, custom derivatives,
+the constants as variables, and the aliases. Each against hand-derived
+values, a central difference, or the numbers micrograd's own tests assert
+(which are PyTorch's)."""
+
+import math
+
+import pytest
+
+from autodiff_cli import AdgradError, backward, forward, lower
+from autodiff_cli.core.passes import executed
+
+
+def run(source, **inputs):
+    graph = lower(source)
+    values = forward(graph, {**graph.defaults, **inputs})
+    grads = backward(graph, values)
+    return graph, values[graph.output], {n: grads[i] for n, i in graph.inputs.items()}
+
+
+def central(source, name, point, h=1e-6):
+    up, down = dict(point), dict(point)
+    up[name] += h
+    down[name] -= h
+    return (run(source, **up)[1] - run(source, **down)[1]) / (2 * h)
+
+
+# ---- micrograd's tests, written as micrograd writes them ----
+
+def test_micrograd_sanity_check():
+    source = '''
+    input x = -4.0
+    z = 2 * x + 2 + x
+    q = relu(z) + z * x
+    h = relu(z * z)
+    y = h + q + q * x
+    '''
+    _, value, grads = run(source)
+    assert value == -20.0 and grads == {'x': 46.0}
+
+
+def test_micrograd_more_ops():
+    source = '''
+    input a = -4.0, b = 2.0
+    c = a + b
+    d = a * b + b**3
+    c += c + 1
+    c += 1 + c + (-a)
+    d += d * 2 + relu(b + a)
+    d += 3 * d + relu(b - a)
+    e = c - d
+    f = e**2
+    g = f / 2.0
+    g += 10.0 / f
+    '''
+    graph, value, grads = run(source)
+    assert value == pytest.approx(24.70408163265306, abs=1e-12)
+    assert grads['a'] == pytest.approx(138.83381924198252, abs=1e-9)
+    assert grads['b'] == pytest.approx(645.5772594752186, abs=1e-9)
+    assert 'e' in graph.notes[0]   # binding e is allowed, and said
+
+
+# ---- rebinding ----
+
+def test_rebinding_makes_versions_that_later_uses_see():
+    graph, value, grads = run('c = x + 1; c = c * c; c -= x; c', x=3.0)
+    assert value == 16.0 - 3.0 and grads == {'x': 2 * 4.0 - 1}
+    assert [n.name for n in graph.nodes if n.name] == ['x', 'c', 'c#2', 'c#3']
+
+
+@pytest.mark.parametrize('op, expected', [('+=', 5.0), ('-=', -1.0), ('*=', 6.0), ('/=', 2 / 3),
+                                          ('^=', 8.0)])
+def test_compound_assignment(op, expected):
+    assert run(f'input x = 2; c = x; c {op} 3', )[1] == pytest.approx(expected)
+
+
+def test_a_declared_input_can_be_rebound_and_keeps_its_gradient():
+    graph, value, grads = run('input x = 3; x = x * x; x + 1')
+    assert value == 10.0 and grads == {'x': 6.0}
+
+
+def test_a_name_used_as_an_input_cannot_be_bound_afterwards():
+    with pytest.raises(AdgradError, match="'y' is used before its definition") as caught:
+        lower('z = y * 2; y = 3; z')
+    assert caught.value.location()[1] == 5
+
+
+# ---- constants ----
+
+def test_a_bare_e_is_eulers_number_and_a_bound_e_is_a_variable():
+    assert run('e')[1] == math.e
+    graph, value, grads = run('input e = 2; e * pi')
+    assert value == 2 * math.pi and grads == {'e': math.pi}
+    assert any("'e'" in note for note in graph.notes)
+
+
+def test_a_program_of_number_bindings_gets_a_hint():
+    graph = lower('a = -4.0; b = 2.0; a*b')
+    assert graph.notes and "input a = -4.0" in graph.notes[-1].replace('...', '-4.0')
+
+
+# ---- functions spelled the other ways ----
+
+@pytest.mark.parametrize('source, expected', [
+    ('ln(x)', math.log(3.0)),
+    ('log(x, 2)', math.log2(3.0)),
+    ('max(x, 1, 7, 2)', 7.0),
+    ('min(x, 1, 7, 2)', 1.0),
+])
+def test_aliases_and_variadic_forms(source, expected):
+    assert run(source, x=3.0)[1] == pytest.approx(expected, rel=1e-15)
+
+
+def test_log_base_gradient_matches_a_central_difference():
+    _, _, grads = run('log(x, y)', x=3.0, y=5.0)
+    for name in grads:
+        assert grads[name] == pytest.approx(central('log(x, y)', name, {'x': 3.0, 'y': 5.0}),
+                                            rel=1e-7)
+
+
+def test_stop_gradient_passes_the_value_and_blocks_the_gradient():
+    _, value, grads = run('x * stop_gradient(x) + detach(x^2)', x=3.0)
+    assert value == 18.0 and grads == {'x': 3.0}
+
+
+# ---- conditionals ----
+
+PIECEWISE = [
+    # source, points straddling each branch, derivative by hand
+    ('if(x > 0, sqrt(x), 0)', [4.0, -1.0, 0.0], lambda x: 0.5 / math.sqrt(x) if x > 0 else 0.0),
+    ('if(x > 0, log(x), -x^2)', [2.0, -3.0, 0.0], lambda x: 1 / x if x > 0 else -2 * x),
+    ('huber(r) = if(abs(r) <= 1, 0.5*r^2, abs(r) - 0.5); huber(x)', [0.5, -3.0, 1.0],
+     lambda x: x if abs(x) <= 1 else math.copysign(1.0, x)),
+    ('if(x < 0, 0.01*x, x)', [-2.0, 3.0], lambda x: 0.01 if x < 0 else 1.0),
+    ('if(x >= 1 and x <= 2, 1/(x - 1), if(not x < 2, x, 1/x))', [1.5, 3.0, 0.5, 2.5],
+     lambda x: -1 / (x - 1) ** 2 if 1 <= x <= 2 else (1.0 if x >= 2 else -1 / x ** 2)),
+]
+
+
+@pytest.mark.parametrize('source, points, derivative', PIECEWISE)
+def test_a_single_point_takes_one_branch_and_leaks_no_nan(source, points, derivative):
+    for x in points:
+        graph, value, grads = run(source, x=x)
+        assert math.isfinite(value), (source, x)
+        assert grads['x'] == pytest.approx(derivative(x), rel=1e-12), (source, x)
+
+
+@pytest.mark.parametrize('source, points, derivative', PIECEWISE)
+def test_a_batch_masks_the_untaken_branch_row_by_row(source, points, derivative):
+    np = pytest.importorskip('numpy')
+    from autodiff_cli.core.batch import run_batch
+    graph = lower(source)
+    value, gradient, bad = run_batch(graph, {'x': np.array(points)}, len(points), ['x'])
+    for k, x in enumerate(points):
+        single = run(source, x=x)
+        assert value[k] == single[1] and gradient['x'][k] == single[2]['x'], (source, x)
+
+
+def test_the_graph_that_ran_leaves_out_the_untaken_branch():
+    graph = lower('if(x > 0, sqrt(x), log(-x))')
+    values = forward(graph, {'x': -2.0})
+    ran = executed(graph, values)
+    ops = [n.op for n, r in zip(graph.nodes, ran) if r]
+    assert 'sqrt' not in ops and 'log' in ops
+
+
+def test_comparisons_and_logic_pass_no_gradient():
+    _, value, grads = run('(log(x) < 1) * 5 + (x > 0 and x != 3) + (not x)', x=0.0)
+    assert value == 6.0 and grads == {'x': 0.0}
+
+
+# ---- a block's own derivative ----
+
+def test_a_declared_derivative_replaces_the_body_s():
+    source = 'softplus2(x) = log(1 + exp(x))\ngrad softplus2(x) = sigmoid(x)\nsoftplus2(t)'
+    _, value, grads = run(source, t=800.0)   # exp(800) is inf: the body's own derivative is nan
+    assert value == math.inf and grads == {'t': 1.0}
+
+
+def test_out_names_the_output_in_a_derivative():
+    source = 'mysig(x) = 1/(1 + exp(-x))\ngrad mysig(x) = out*(1 - out)\nmysig(t)*3'
+    _, _, grads = run(source, t=0.3)
+    s = 1 / (1 + math.exp(-0.3))
+    assert grads['t'] == pytest.approx(3 * s * (1 - s), rel=1e-15)
+
+
+def test_partials_for_several_parameters_in_order():
+    source = 'f(a, b) = a*b\ngrad f(a, b) = (2*b, 3*a)\nf(x, y)'
+    _, value, grads = run(source, x=2.0, y=5.0)
+    assert value == 10.0 and grads == {'x': 10.0, 'y': 6.0}
+
+
+def test_straight_through_round_and_clipping():
+    st = 'st(x) = x - x + 7\ngrad st(x) = 1\nst(t) * t'
+    assert run(st, t=2.0)[2] == {'t': 7.0 + 2.0}
+    clip = 'clip(g) = g\ngrad clip(g) = max(-1, min(1, g))\nclip(t)'
+    assert run(clip, t=0.5)[2] == {'t': 0.5} and run(clip, t=4.0)[2] == {'t': 1.0}
+
+
+@pytest.mark.parametrize('source, message', [
+    ('grad f(x) = 1', "define the block f first"),
+    ('f(x) = x; y = f(2); grad f(x) = 1; y', 'before the first call'),
+    ('f(a, b) = a; grad f(a, b) = 1; f(1, 2)', 'one partial derivative for each'),
+    ('f(a) = a; grad f(a) = 1; grad f(a) = 2; f(1)', 'already declared'),
+])
+def test_grad_declaration_errors(source, message):
+    with pytest.raises(AdgradError, match=message):
+        lower(source)
