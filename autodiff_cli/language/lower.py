@@ -193,7 +193,8 @@ class Lowering:
             # argument): the new name gets a node of its own.
             node_id = self.emit('pos', (node_id,), span, name=shown)
         else:
-            self.nodes[node_id] = node._replace(name=shown)
+            op, args, _, value, own_span, block = node
+            self.nodes[node_id] = _new_node(Node, (op, args, shown, value, own_span, block))
         self.names[name] = node_id
         self.output = node_id
         self.statement_ends()
