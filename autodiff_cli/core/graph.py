@@ -6,42 +6,41 @@ the same graph can be evaluated and differentiated any number of times.
 """
 
 import re
-from typing import NamedTuple
+from collections import namedtuple
 
 _WHITESPACE = re.compile(r'\s+')
 
 
-class Node(NamedTuple):
-    op: str                       # 'input', 'const', or a primitive's name
-    args: tuple = ()              # ids of the input nodes, in argument order
-    name: str | None = None       # variable, constant or binding name
-    value: float | None = None    # a constant's value
-    span: tuple | None = None     # (start, end) of its source text in Graph.source
-    block: str | None = None      # block instance path, outermost first: 'f#1/h#2'
+# (collections.namedtuple rather than typing.NamedTuple: importing typing
+# costs start-up time, paid on every command.)
+
+# op:    'input', 'const', or a primitive's name
+# args:  ids of the input nodes, in argument order
+# name:  variable, constant or binding name ('c#2' for a binding's second version)
+# value: a constant's value
+# span:  (start, end) of its source text in Graph.source
+# block: block instance path, outermost first: 'f#1/h#2'
+Node = namedtuple('Node', 'op args name value span block', defaults=((), None, None, None, None))
 
 
-class Branch(NamedTuple):
-    """Where the two branches of an `if` node lie on the tape.
-
-    Lowering emits each branch's nodes contiguously, so a single point can
-    skip the branch it does not take (forward), and a batch can mask it.
-    Input nodes may lie inside a range; they belong to the whole graph.
-    """
-    node: int                     # the `if` node
-    condition: int                # its condition's node
-    then_start: int               # the `then` branch is nodes[then_start:else_start]
-    else_start: int               # the `else` branch is nodes[else_start:end]
-    end: int
+# Where the two branches of an `if` node lie on the tape: the `if` node, its
+# condition's node, and the `then` branch nodes[then_start:else_start] and the
+# `else` branch nodes[else_start:end]. Lowering emits each branch's nodes
+# contiguously, so a single point can skip the branch it does not take
+# (forward), and a batch can mask it. Input nodes may lie inside a range;
+# they belong to the whole graph.
+Branch = namedtuple('Branch', 'node condition then_start else_start end')
 
 
-class Graph(NamedTuple):
-    nodes: list                   # the tape: every node's args come before it
-    output: int                   # id of the output node
-    inputs: dict                  # variable name -> input node id, in order of first use
-    defaults: dict                # variable name -> default value from `input` declarations
-    source: str                   # the program text that spans point into
-    branches: tuple = ()          # a Branch per `if` node, in tape order
-    notes: tuple = ()             # things worth telling the user that are not errors
+class Graph(namedtuple('Graph', 'nodes output inputs defaults source branches notes',
+                       defaults=((), ()))):
+    """nodes: the tape, every node's args before it; output: the output node's
+    id; inputs: variable name -> input node id, in order of first use;
+    defaults: variable name -> default value from `input` declarations;
+    source: the program text that spans point into; branches: a Branch per
+    `if` node, in tape order; notes: what is worth telling the user that is
+    not an error."""
+    __slots__ = ()
 
     def text(self, node_id, limit=None):
         """The source text a node computes, white space folded; elided past `limit`."""

@@ -23,7 +23,7 @@ d/dy 0^y = 0 for y >= 0.
 import math
 import operator
 from types import SimpleNamespace
-from typing import Callable, NamedTuple
+from collections import namedtuple
 
 from . import ieee
 
@@ -31,14 +31,11 @@ LN2 = ieee.LN2
 LN10 = 2.3025850929940456
 
 
-class Primitive(NamedTuple):
-    name: str
-    arity: int
-    forward: Callable           # on floats
-    array: str                  # its form on arrays, for batches: the function of that name
-                                # in arrays.py where NumPy's differs from `forward`, else NumPy's
-    vjp: Callable
-    symbol: str | None = None   # infix or prefix operator, e.g. '*'; None for calls
+# name, arity (-1: any), forward (on floats), array (its form on arrays, for
+# batches: the function of that name in arrays.py where NumPy's differs from
+# `forward`, else NumPy's), vjp, symbol (infix or prefix operator, e.g. '*';
+# None for calls). collections.namedtuple: typing costs start-up time.
+Primitive = namedtuple('Primitive', 'name arity forward array vjp symbol', defaults=(None,))
 
 
 def _max_vjp(k, g, out, a, b):

@@ -15,7 +15,6 @@ and a template's size is known before it is copied.
 """
 
 import re
-from dataclasses import dataclass, field
 
 from ..core.graph import Branch, Graph, Node
 from ..core.primitives import CONSTANTS, FUNCTIONS
@@ -52,18 +51,20 @@ def constant(source):
     return forward(graph, {})[graph.output]
 
 
-@dataclass(slots=True)
 class Template:
     """A block's body, lowered once. Node ids in `nodes` are local and
     written ~j (negative); non-negative ids point at the tape (global inputs
     and bindings the body uses). The first len(params) nodes are the
-    parameters' slots."""
-    name: str
-    params: tuple
-    nodes: list = field(default_factory=list)
-    branches: list = field(default_factory=list)
-    outputs: tuple = ()            # local ids of the body's value (or of each partial)
-    grad: 'Template | None' = None  # a `grad NAME(...) = ...` declaration
+    parameters' slots. `outputs` holds the local ids of the body's value (or
+    of each partial, for a grad declaration), and `grad` the block's
+    declared derivative, another Template. (A plain class: dataclasses
+    imports inspect, 10 ms of every command's start-up.)"""
+
+    __slots__ = ('name', 'params', 'nodes', 'branches', 'outputs', 'grad')
+
+    def __init__(self, name, params):
+        self.name, self.params = name, params
+        self.nodes, self.branches, self.outputs, self.grad = [], [], (), None
 
 
 def _plural(n, word):
