@@ -248,11 +248,12 @@ def expm1(x):
         return inf
 
 
+_exp2 = getattr(math, 'exp2', lambda x: math.pow(2.0, x))   # Python 3.10 has no exp2
+
+
 def exp2(x):
     try:
-        return math.exp2(x)
-    except AttributeError:  # Python 3.10
-        return power(2.0, x)
+        return _exp2(x)
     except OverflowError:
         return inf
 
