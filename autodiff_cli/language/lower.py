@@ -21,9 +21,9 @@ from ..core.primitives import CONSTANTS, FUNCTIONS
 from ..errors import AdgradError, did_you_mean
 from .parse import parse
 
-# About 3 s and 1 GB of lowering: past any program of 10^6 tokens. A block
+# About 2 s and 400 MB of lowering: past any program of 10^6 tokens. A block
 # that calls a block twice doubles, so sizes are checked before copying.
-MAX_NODES = 3_000_000
+MAX_NODES = 2_000_000
 
 KEYWORDS = frozenset({'if', 'and', 'or', 'not', 'input', 'grad'})
 ALIASES = {'ln': 'log', 'detach': 'stop_gradient'}
@@ -55,16 +55,18 @@ class Template:
     """A block's body, lowered once. Node ids in `nodes` are local and
     written ~j (negative); non-negative ids point at the tape (global inputs
     and bindings the body uses). The first len(params) nodes are the
-    parameters' slots. `outputs` holds the local ids of the body's value (or
+    parameters' slots. A node's `block` is None or an index into
+    `instances`, the calls made in the body. `outputs` holds the local ids of the body's value (or
     of each partial, for a grad declaration), and `grad` the block's
     declared derivative, another Template. (A plain class: dataclasses
     imports inspect, 10 ms of every command's start-up.)"""
 
-    __slots__ = ('name', 'params', 'nodes', 'branches', 'outputs', 'grad')
+    __slots__ = ('name', 'params', 'nodes', 'branches', 'instances', 'outputs', 'grad')
 
     def __init__(self, name, params):
         self.name, self.params = name, params
         self.nodes, self.branches, self.outputs, self.grad = [], [], (), None
+        self.instances = []   # the calls made in the body: (parent call's index or -1, block name)
 
 
 def _plural(n, word):
@@ -106,8 +108,8 @@ class Lowering:
     def emit(self, op, args, span, name=None, value=None, block=None):
         target = self.nodes if self.body is None else self.body.nodes
         if len(target) >= MAX_NODES:
-            raise AdgradError(f'the program has more than {MAX_NODES:,} nodes; adgrad stops there',
-                              self.source, span[0] if span else None)
+            raise AdgradError(f'the program has more than {MAX_NODES:,} nodes; adgrad stops here',
+                              self.source, span[1] - 1 if span else None)
         target.append(_new_node(Node, (op, args, name, value, span, block)))
         return len(target) - 1 if self.body is None else ~(len(target) - 1)
 
@@ -502,29 +504,29 @@ class Lowering:
         return self.emit('custom', (value, *partials, *args), span, block=path)
 
     def instance_path(self, name):
-        """'f#3' on the tape; inside a body, the call's place in that body,
-        numbered when the body itself is copied onto the tape."""
+        """Where a call's nodes say they come from: on the tape the path 'f#3';
+        inside a body, an index into the body's table of calls, which gets
+        its path when the body is copied onto the tape."""
         if self.body is not None:
-            return f'{name}#{len(self.body.nodes)}'
+            self.body.instances.append((-1, name))
+            return len(self.body.instances) - 1
         count = self.instances[name] = self.instances.get(name, 0) + 1
         return f'{name}#{count}'
 
-    def copy(self, template, args, path):
-        """Append a template's nodes with its parameters bound to `args`; the
-        new ids of its outputs."""
+    def copy(self, template, args, call):
+        """Append a template's nodes with its parameters bound to `args`, and
+        the calls inside it below `call`; the new ids of its outputs."""
         into_body = self.body is not None
         target = self.nodes if not into_body else self.body.nodes
         slots = len(template.params)
         local = list(args) + [0] * (len(template.nodes) - slots)
-        paths = {None: path}
+        calls = self.nested_calls(template, call, into_body)
         base = len(target)
         for j in range(slots, len(template.nodes)):
             op, node_args, name, value, span, block = template.nodes[j]
             node_args = tuple(local[~a] if a < 0 else a for a in node_args)
-            shown = paths.get(block)
-            if shown is None:
-                shown = self.nested_path(paths, block, into_body)
-            target.append(_new_node(Node, (op, node_args, name, value, span, shown)))
+            block = call if block is None else calls[block]
+            target.append(_new_node(Node, (op, node_args, name, value, span, block)))
             local[j] = len(target) - 1 if not into_body else ~(len(target) - 1)
         branches = self.branches if not into_body else self.body.branches
         shift = base - slots
@@ -534,24 +536,20 @@ class Lowering:
                                    branch.else_start + shift, branch.end + shift))
         return [local[~out] if out < 0 else out for out in template.outputs]
 
-    def nested_path(self, paths, relative, into_body):
-        """The path of a call made inside a copied body. Copied into another
-        body it stays relative ('h#4/g#2': places in the bodies); copied onto
-        the tape, each call gets the next number of its block ('f#2/h#5').
-        `paths` caches what each relative path became in this copy."""
-        parts = relative.split('/')
-        for k in range(len(parts)):
-            prefix = '/'.join(parts[:k + 1])
-            if prefix in paths:
-                continue
-            parent = paths['/'.join(parts[:k]) if k else None]
+    def nested_calls(self, template, call, into_body):
+        """What each call made inside a template becomes in this copy: an
+        entry of the body's table below `call`, or on the tape the path of a
+        fresh instance ('f#2/h#5'), numbered in the order the calls were made."""
+        calls = []
+        for parent, name in template.instances:
+            parent = call if parent < 0 else calls[parent]
             if into_body:
-                paths[prefix] = f'{parent}/{parts[k]}'
+                self.body.instances.append((parent, name))
+                calls.append(len(self.body.instances) - 1)
             else:
-                name = parts[k].partition('#')[0]
                 count = self.instances[name] = self.instances.get(name, 0) + 1
-                paths[prefix] = f'{parent}/{name}#{count}'
-        return paths[relative]
+                calls.append(f'{parent}/{name}#{count}')
+        return calls
 
     # ---- the whole program ----
 
