@@ -14,6 +14,7 @@ import pytest
 
 from autodiff_cli.cli.context import Environment, printable
 from autodiff_cli.errors import AdgradError, CheckFailed, NumericalError, UsageError
+from autodiff_cli.language.lower import MAX_NODES
 
 needs_dot = pytest.mark.skipif(shutil.which('dot') is None, reason='Graphviz is not installed')
 
@@ -138,7 +139,7 @@ ROWS = [
     (['eval', 'x', 'x=-2.5'], 0, '-2.5\n', ''),
     (['render', 'x', 'x=1', '--max-nodes', '10000000000000'], 2, '',
      "adgrad: error: argument --max-nodes: '10000000000000' is not a whole number from 1 to "
-     '10,000,000 (see adgrad render --help)\n'),
+     f'{MAX_NODES:,} (see adgrad render --help)\n'),
     (['render', 'x', 'x=1', '--max-nodes', '²'], 2, '', _one_error),
     (['render', 'x', 'x=1', '--max-nodes', '0'], 2, '', _one_error),
     (['render', 'x', 'x=1', '--max-nodes', '-5'], 2, '', lambda e: "'-5' is not" in e),

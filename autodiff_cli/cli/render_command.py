@@ -6,6 +6,7 @@ registry in context.py loads, and only declares the options.)
 
 import argparse
 
+from ..language.lower import MAX_NODES as MOST_NODES   # no graph is larger
 from .context import Choice
 from .evaluate import add_input
 from .render import FORMATS, MAX_NODES, MAX_STEP_NODES, add_picture_options, run_render
@@ -17,10 +18,6 @@ class Pass(Choice):
     FORWARD = 'forward'     # values and forward arrows
     BACKWARD = 'backward'   # values, gradients and the backward arrows
 
-
-# No graph is larger (lower.py's limit), and a bound keeps dot's timeout,
-# which grows with --max-nodes, within what the clock can represent.
-MOST_NODES = 10_000_000
 
 _EXAMPLES = """examples:
   adgrad render 'x*y*z' x=2 y=3 z=4 -o product.svg    # values and gradients
@@ -64,6 +61,8 @@ def add_arguments(parser, command):
 
 
 def node_count(text):
+    # Bounded also because dot's timeout grows with --max-nodes: past what the
+    # clock can represent, it overflowed (exit 70).
     if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= MOST_NODES:
         raise argparse.ArgumentTypeError(
             f"'{text}' is not a whole number from 1 to {MOST_NODES:,}")
