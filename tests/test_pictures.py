@@ -24,7 +24,7 @@ from autodiff_cli.pictures.steps import forward_steps
 
 ROOT = Path(__file__).parent.parent
 SAMPLES = ROOT / 'samples'
-GOLDEN = Path(__file__).parent / 'golden'
+GOLDEN = Path(__file__).parent / 'golden' / 'views'
 needs_dot = pytest.mark.skipif(shutil.which('dot') is None, reason='Graphviz is not installed')
 SVG = '{http://www.w3.org/2000/svg}'
 # A 16:9 slide: 1920 x 1080 px at the 144 dpi of adgrad's PNGs, in points.
@@ -266,7 +266,7 @@ def test_golden_dot(view):
     dot = render(*sample(name), **options).source
     path = GOLDEN / f'{view}.dot'
     if os.environ.get('ADGRAD_GOLDEN') == 'write':
-        path.parent.mkdir(exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(dot, encoding='utf-8')
     assert dot == path.read_text(encoding='utf-8')
 

@@ -101,8 +101,18 @@ def _caption(graph, f, i, terms, grad):
 
 def _wrap(formula):
     """A formula inside a product: in parentheses unless it is one name or call."""
-    simple = re.fullmatch(r'[\w.]+|[\w]+\([^()]*\)|\([^()]*\)', formula)
+    simple = re.fullmatch(r'[\w.]+|[\w]+\([^()]*\)', formula) or _enclosed(formula)
     return formula if simple else f'({formula})'
+
+
+def _enclosed(text):
+    """Whether text is one parenthesized whole, '(sin(x))', not '(a) + (b)'."""
+    depth = 0
+    for k, char in enumerate(text):
+        depth += (char == '(') - (char == ')')
+        if depth == 0 and k < len(text) - 1:
+            return False
+    return text.startswith('(') and depth == 0
 
 
 def _factor(x):
