@@ -63,7 +63,21 @@ def read_program(args, stdin=None):
     return (read_text('-', stdin) if expr == '-' else expr), words
 
 
-def parse_bindings(words):
+def load(args, env):
+    """The program's graph and its command-line bindings. What lowering noted
+    (a constant bound as a variable, numbers bound where inputs were meant)
+    goes to stderr."""
+    from ..language.lower import lower
+    source, words = read_program(args, env.stdin)
+    graph = lower(source)
+    for note in graph.notes:
+        env.say(f'adgrad: note: {note}')
+    return graph, parse_bindings(words, graph)
+
+
+def parse_bindings(words, graph=None):
+    """{name: value} from NAME=VALUE words. `pi` and `e` can be bound only
+    where the program made them its own variables."""
     from ..language.lower import constant
     from ..core.primitives import CONSTANTS
     bindings = {}
@@ -77,7 +91,7 @@ def parse_bindings(words):
         if _STATEMENT.search(text):
             raise UsageError(f"bad binding '{word}': the value must be one expression, "
                              'such as x=2 or x=pi/4')
-        if name in CONSTANTS:
+        if name in CONSTANTS and (graph is None or name not in graph.inputs):
             raise UsageError(f"cannot bind the constant '{name}'")
         if name in bindings:
             raise UsageError(f"'{name}' is bound twice")

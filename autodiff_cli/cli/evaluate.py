@@ -4,7 +4,7 @@ at one point or (with --points) at every row of a points file."""
 import argparse
 
 from ..errors import UsageError
-from .common import Exit, input_values, numerical, parse_bindings, read_program, report_nonfinite
+from .common import Exit, input_values, load, numerical, report_nonfinite
 from .context import Command
 from .output import Format, Result, node_records, write
 
@@ -65,16 +65,12 @@ def add_arguments(parser, command):
 # whole graph (~40 ms per 10^5 nodes); freed when run() returns, the graph is
 # never scanned at all.
 def run(args, env):
-    from ..language.lower import lower
-
     args.format_given = args.format is not None
     if not args.format_given:
         args.format = Format.TABLE if env.stdout_isatty else Format.PLAIN
     if args.points == '-' and (args.file == '-' or (args.file is None and args.words[:1] == ['-'])):
         raise UsageError('the program and the points cannot both come from standard input')
-    source, words = read_program(args, env.stdin)
-    graph = lower(source)
-    bindings = parse_bindings(words)
+    graph, bindings = load(args, env)
     names = gradient_names(graph, args)
     if args.points is not None or args.output is not None or args.engine != 'numpy':
         if getattr(args, 'explain', False):

@@ -69,12 +69,14 @@ class Result:
 
 
 def node_records(graph, values, grads=None, text_limit=120):
-    from ..core.passes import receives_gradient
+    """The nodes that ran at this point (an `if`'s untaken branch did not), by tape id."""
+    from ..core.passes import executed, receives_gradient
     shown = receives_gradient(graph) if grads is not None else None
+    ran = executed(graph, values)
     return [NodeRecord(i, node.op, node.name, list(node.args), graph.text(i, text_limit),
                        node.block, values[i],
                        grads[i] if grads is not None and shown[i] else None)
-            for i, node in enumerate(graph.nodes)]
+            for i, node in enumerate(graph.nodes) if ran[i]]
 
 
 # ---- one writer per format ----

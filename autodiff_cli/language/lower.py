@@ -211,8 +211,8 @@ class Lowering:
         if name in self.blocks:
             raise self.error(f"'{_clip(name)}' is already defined as a block", pos)
         if name in CONSTANTS and name not in self.names:
-            self.notes.append(f"'{name}' names a {what} of this program from here on, "
-                              f"not the constant {name}")
+            self.notes.append(f"'{name}' is this program's own {what} from here on, "
+                              f"not the constant {name} = {CONSTANTS[name]!r}")
 
     def input_head(self, children):
         self.statement_begins()
@@ -553,18 +553,25 @@ class Lowering:
 
     # ---- the whole program ----
 
+    def hint_at_number_bindings(self):
+        """A program with no variable that binds plain numbers (micrograd's
+        `a = Value(-4.0)`, translated) most likely meant inputs: say so."""
+        for name, i in self.names.items():
+            node = self.nodes[i]
+            number = node if node.op != 'neg' else self.nodes[node.args[0]]
+            if number.op == 'const' and number.name in (None, name) and node.span:
+                text = self.source[node.span[0]:node.span[1]]
+                self.notes.append(f"'{name} = {text}' is a constant, so nothing here is a "
+                                  f"variable; write 'input {name} = {text}' to differentiate "
+                                  'with respect to it')
+                return
+
     def graph(self):
         if self.statements == 0:
             raise AdgradError('empty program: write an expression, such as x*y')
         if self.output is None:
             raise AdgradError('the program has no output: end it with an expression or a binding')
         if not self.input_ids:
-            constants = [name for name, i in self.names.items()
-                         if self.nodes[i].op == 'const' or (
-                             self.nodes[i].op == 'neg' and self.nodes[self.nodes[i].args[0]].op == 'const')]
-            if constants:
-                name = constants[0]
-                self.notes.append(f"'{name}' is bound to a constant, so nothing here is a variable; "
-                                  f"write input {name} = ... to differentiate with respect to it")
+            self.hint_at_number_bindings()
         return Graph(self.nodes, self.output, self.input_ids, self.defaults, self.source,
                      tuple(self.branches), tuple(dict.fromkeys(self.notes)))
