@@ -200,8 +200,7 @@ class Batches:
                 spread.append(self.run_process(command)[0])
                 alone.append(self.run_process(single)[0])
         finally:
-            cluster.send_signal(2)
-            cluster.wait(timeout=60)
+            _stop(cluster)
         a, b = statistics.median(spread), statistics.median(alone)
         return self.Figure(
             f'batch: --engine dask on a 2-worker local cluster ÷ single process, {rows:,} rows '
@@ -218,17 +217,28 @@ class Batches:
 
 
 def _local_cluster(workers):
-    """A scheduler and `workers` single-thread workers as one background process;
-    (address, process)."""
-    code = ('import sys, time\nfrom dask.distributed import LocalCluster\n'
+    """A scheduler and `workers` single-thread workers as one background process,
+    which closes them when its stdin closes; (address, process)."""
+    code = ('import sys\nfrom dask.distributed import LocalCluster\n'
             f'c = LocalCluster(n_workers={workers}, threads_per_worker=1, '
             'dashboard_address=None)\nprint(c.scheduler_address, flush=True)\n'
-            'try:\n    time.sleep(10**6)\nexcept KeyboardInterrupt:\n    c.close()\n')
-    process = subprocess.Popen([sys.executable, '-c', code], stdout=subprocess.PIPE, text=True)
+            'sys.stdin.read()\nc.close()\n')
+    process = subprocess.Popen([sys.executable, '-c', code], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, text=True)
     address = process.stdout.readline().strip()
     if not address:
+        _stop(process)
         raise RuntimeError('the local Dask cluster did not start')
     return address, process
+
+
+def _stop(cluster):
+    cluster.stdin.close()
+    try:
+        cluster.wait(timeout=120)
+    except subprocess.TimeoutExpired:
+        cluster.kill()
+        cluster.wait()
 
 
 def figures(bench, figure, run_process, run_child, seconds, verdict):
