@@ -37,3 +37,11 @@ def did_you_mean(name, candidates):
     import difflib  # ~8 ms to import; only an error message needs it
     close = difflib.get_close_matches(name, sorted(candidates), n=1)
     return f"; did you mean '{close[0]}'?" if close else ''
+
+
+class TableError(Exception):
+    """The shipped parse table does not match the grammar: a broken build, not bad
+    input, so the CLI reports it as an internal error (exit 70)."""
+
+    def __init__(self, why):
+        super().__init__(f'{why}; rebuild it with: python -m autodiff_cli.language.grammar_table')

@@ -184,7 +184,7 @@ def test_a_syntax_error_is_an_adgrad_error_with_its_column():
 # ---- where the table comes from ----
 
 def test_a_missing_or_stale_table_is_a_clear_error(tmp_path, monkeypatch):
-    from autodiff_cli.language.parse import TableError
+    from autodiff_cli.errors import TableError
     monkeypatch.setattr(parse_module, 'SHIPPED', str(tmp_path / 'missing.json'))
     with pytest.raises(TableError, match='rebuild it with'):
         load_table()

@@ -17,7 +17,7 @@ import os
 import re
 import zlib
 
-from ..errors import AdgradError
+from ..errors import AdgradError, TableError
 
 _FRIENDLY = {'NUMBER': 'a number', 'NAME': 'a name', '$END': 'end of input',
              '_NEWLINE': 'a new line'}
@@ -61,13 +61,6 @@ def load_table():
     if table.get('grammar_crc32') != zlib.crc32(grammar.encode('utf-8')):
         raise TableError('the parse table was built from another version of grammar/adgrad.lark')
     return table
-
-
-class TableError(Exception):
-    """The shipped parse table does not match the grammar: a broken build, not bad input."""
-
-    def __init__(self, why):
-        super().__init__(f'{why}; rebuild it with: python -m autodiff_cli.language.grammar_table')
 
 
 PASS, DISCARD, CALL = range(3)   # what a reduction does with the values it pops
