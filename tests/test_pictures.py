@@ -114,7 +114,8 @@ def test_collapsed_blocks_are_the_tutorials_x_h_y_f_z():
     # By hand at x = 2: y = x² = 4, z = y + 1 = 5; dy/dx = 2x = 4, dz/dy = 1.
     assert [i.value for i in drawn.items] == [2, 4, 5]
     assert [i.grad for i in drawn.items] == [4, 1, 1]
-    assert drawn.items[1].notes == ('∂y/∂x = 4',) and drawn.items[2].notes == ('∂z/∂y = 1',)
+    # The local derivative as the block's rule, dy/dx = 2x, and as a number.
+    assert drawn.items[1].notes == ('∂y/∂x = 2*x = 4',) and drawn.items[2].notes == ('∂z/∂y = 1',)
     assert [(link.grad, link.local) for link in drawn.links] == [(4, 4), (1, 1)]
 
 
@@ -139,9 +140,11 @@ def test_a_call_with_several_arguments_names_them_as_the_caller_wrote_them():
     graph, values, grads = sample('mlp')
     calls = [i for i in collapse(graph, values, grads).items if i.kind == 'call']
     assert [c.expr for c in calls] == [f'h{k} = neuron(w{k}, b{k}, x)' for k in range(1, 5)]
-    # ∂h1/∂w1 = x·(1 - tanh²(w1·x + b1)) by hand.
+    # ∂h1/∂w1 = x·(1 - tanh²(w1·x + b1)) by hand; the formula on the first call only.
     h = math.tanh(0.3 * 0.5 - 0.1)
-    assert f'∂h1/∂w1 = {0.5 * (1 - h * h):.4g}' in calls[0].notes
+    assert f'∂h1/∂w1 = ((1 - h1)*(h1 + 1))*x = {0.5 * (1 - h * h):.4g}' in calls[0].notes
+    h = math.tanh(-0.6 * 0.5 + 0.2)
+    assert f'∂h2/∂w2 = {0.5 * (1 - h * h):.4g}' in calls[1].notes
 
 
 def test_products_put_the_chain_rule_on_the_edges():

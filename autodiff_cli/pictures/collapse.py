@@ -13,6 +13,7 @@ internal use of it, which is the call's whole share of ∂f/∂argument.
 
 import re
 
+from ..core.graph import Graph, Node
 from ..core.passes import pullback
 from .render import Link, Scene, displayable, node_symbol, number, scene
 
@@ -57,7 +58,7 @@ def collapse(graph, values=None, grads=None):
     arguments = {}
     for link in links:
         arguments.setdefault(link.dst, []).append(link.src)
-    texts = {}
+    texts, explained = {}, set()
     items = [item for item in full.items if owner[item.id] is None]
     for instance, ids in members.items():
         r = result[instance]
@@ -71,9 +72,19 @@ def collapse(graph, values=None, grads=None):
                 if link.dst == r and link.grad is not None:
                     links[k] = link._replace(local=local.get(link.src, 0.0))
             me = item.symbol if nodes[r].name is not None else texts[r]
+            shown = [a for a in args if full.items[a].kind != 'const']
+            # The formula once per block, on its first call: the others are the
+            # same rule at other numbers, and a slide has room for numbers.
+            block = instance.partition('#')[0]
+            formulas = [None] * len(shown)
+            if block not in explained:
+                explained.add(block)
+                formulas = call_formulas(graph, [i for i in ids if i <= r], r, shown,
+                                         [_name(graph, a, texts, full.f) for a in shown],
+                                         item.symbol if nodes[r].name is not None else None)
             notes = tuple(f'∂{_wrap(me)}/∂{_wrap(_name(graph, a, texts, full.f))} = '
-                          f'{number(local.get(a, 0.0))}' for a in args
-                          if full.items[a].kind != 'const')
+                          + (f'{formula} = ' if formula else '') + number(local.get(a, 0.0))
+                          for a, formula in zip(shown, formulas))
         items.append(item._replace(kind='call', title=instance.partition('#')[0],
                                    expr=texts[r], block=None, notes=notes,
                                    symbol=item.symbol if nodes[r].name is not None
@@ -95,6 +106,70 @@ def local_derivatives(graph, ids, result, values):
             if flow is not None:
                 local[a] = local.get(a, 0.0) + flow
     return {a: d for a, d in local.items() if a not in inside}
+
+
+FORMULA_LIMIT = 32    # longest local-derivative formula a call node shows
+BODY_LIMIT = 60       # nodes in a call beyond which no formula is sought
+
+
+def call_formulas(graph, ids, r, args, names, result_name):
+    """∂result/∂argument of one call as formulas in the caller's names, such
+    as 1.5*((1 - x1)*(x1 + 1)) for x1 = layer(x): the call's own nodes,
+    differentiated by derive.record and printed by derive.printers; None for
+    an argument whose formula is long or needs a condition. `result_name`
+    names the call's value where the formula uses it (tanh's derivative)."""
+    if len(ids) > BODY_LIMIT or not args:
+        return [None] * len(args)
+    from ..derive.printers import ADGRAD, adgrad_number, lay_out
+    from ..derive.record import differentiate
+    from ..errors import AdgradError
+    nodes, at = [], {}
+    for k, a in enumerate(args):
+        at[a] = k
+        nodes.append(Node('input', name=f'p{k}'))
+    for i in ids:
+        node = graph.nodes[i]
+        at[i] = len(nodes)
+        if node.op == 'const':
+            nodes.append(Node('const', value=node.value))
+        elif all(a in at for a in node.args):
+            nodes.append(Node(node.op, tuple(at[a] for a in node.args)))
+        else:   # an argument that is a constant from outside: no formula for this call
+            return [None] * len(args)
+    body = Graph(nodes, at[r], {f'p{k}': k for k in range(len(args))}, {}, '')
+    try:
+        printed = lay_out(differentiate(body, with_value=True), ADGRAD, adgrad_number)
+    except AdgradError:
+        return [None] * len(args)
+    bound = dict(printed.bindings)
+    texts = {label: text for label, _, text in printed.results}
+    formulas = []
+    for k in range(len(args)):
+        text = texts.get(f'p{k}')
+        for name, value in bound.items():   # shared parts inlined, the value by its name
+            if name != 'value':
+                text = re.sub(rf'\b{re.escape(name)}\b', f'({value})', text)
+        if 'value' in bound:
+            if result_name is None:
+                formulas.append(None)
+                continue
+            text = re.sub(r'\bvalue\b', result_name, text)
+        text = re.sub(r'\bp(\d+)\b', lambda m: names[int(m.group(1))], text)
+        if _enclosed(text):
+            text = text[1:-1]
+        plain = re.fullmatch(r'-?[\d.]+(e[-+]?\d+)?', text)
+        formulas.append(None if len(text) > FORMULA_LIMIT or 'if(' in text or plain else text)
+    return formulas
+
+
+def _enclosed(text):
+    """Whether text is one parenthesized whole, '((1 - y)*(y + 1))'."""
+    depth = 0
+    for k, char in enumerate(text):
+        depth += (char == '(') - (char == ')')
+        if depth == 0 and k < len(text) - 1:
+            return False
+    return text.startswith('(') and depth == 0
 
 
 def _name(graph, i, texts, f):
