@@ -16,6 +16,7 @@ import re
 from ..core.graph import Graph, Node
 from ..core.passes import pullback
 from .render import Link, Scene, displayable, node_symbol, number, scene
+from .text import enclosed
 
 
 def collapse(graph, values=None, grads=None):
@@ -155,21 +156,11 @@ def call_formulas(graph, ids, r, args, names, result_name):
                 continue
             text = re.sub(r'\bvalue\b', result_name, text)
         text = re.sub(r'\bp(\d+)\b', lambda m: names[int(m.group(1))], text)
-        if _enclosed(text):
+        if enclosed(text):
             text = text[1:-1]
         plain = re.fullmatch(r'-?[\d.]+(e[-+]?\d+)?', text)
         formulas.append(None if len(text) > FORMULA_LIMIT or 'if(' in text or plain else text)
     return formulas
-
-
-def _enclosed(text):
-    """Whether text is one parenthesized whole, '((1 - y)*(y + 1))'."""
-    depth = 0
-    for k, char in enumerate(text):
-        depth += (char == '(') - (char == ')')
-        if depth == 0 and k < len(text) - 1:
-            return False
-    return text.startswith('(') and depth == 0
 
 
 def _name(graph, i, texts, f):

@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 from ..core.passes import pullback, receives_gradient
 from .symbolic import local_symbol
+from .text import enclosed
 from .render import (SYMBOL_LIMIT, Frame, Look, Picture, block_labels, displayable,
                      node_symbol, number, output_symbol, scene, style)
 
@@ -101,18 +102,8 @@ def _caption(graph, f, i, terms, grad):
 
 def _wrap(formula):
     """A formula inside a product: in parentheses unless it is one name or call."""
-    simple = re.fullmatch(r'[\w.]+|[\w]+\([^()]*\)', formula) or _enclosed(formula)
+    simple = re.fullmatch(r'[\w.]+|[\w]+\([^()]*\)', formula) or enclosed(formula)
     return formula if simple else f'({formula})'
-
-
-def _enclosed(text):
-    """Whether text is one parenthesized whole, '(sin(x))', not '(a) + (b)'."""
-    depth = 0
-    for k, char in enumerate(text):
-        depth += (char == '(') - (char == ')')
-        if depth == 0 and k < len(text) - 1:
-            return False
-    return text.startswith('(') and depth == 0
 
 
 def _factor(x):

@@ -77,3 +77,13 @@ def wrap_terms(text, width, indent=6):
             line += chunk
     lines.append(line.rstrip())
     return lines
+
+
+def enclosed(text):
+    """Whether text is one parenthesized whole, '((1 - y)*(y + 1))', not '(a) + (b)'."""
+    depth = 0
+    for k, char in enumerate(text):
+        depth += (char == '(') - (char == ')')
+        if depth == 0 and k < len(text) - 1:
+            return False
+    return text.startswith('(') and depth == 0
