@@ -304,3 +304,16 @@ def test_captions_wrap_between_terms():
     assert lines == ['∂f/∂x = ∂f/∂(x*y + 1)', '      · ∂(x*y + 1)/∂x = 4.125',
                      '      · 3.5 = 14.44']
     assert wrap_terms(caption, 200) == [caption]
+
+
+def test_captions_name_block_arguments_as_the_caller_wrote_them():
+    from autodiff_cli.pictures.steps import steps
+    graph, values, grads = sample('deep')
+    captions = [s.caption for s in steps(graph, values, grads)]
+    assert '∂z/∂x9 = ∂z/∂(1.5*x9) · ∂(1.5*x9)/∂x9 = 0.3594 · 1.5 = 0.5391  [block layer, call 9]' \
+        in captions
+    assert not [c for c in captions if re.search(r'\ba\b', c)]          # never the parameter
+    graph = lower('c = 3\ng(a, b) = a*c + 2*(b - a)\nz = g(x, x*x)')
+    values = forward(graph, {'x': 2.0})
+    captions = [s.caption for s in steps(graph, values, backward(graph, values))]
+    assert any(c.startswith('∂z/∂(2*((x*x) - x)) = ') for c in captions)

@@ -77,10 +77,12 @@ _PLAIN = re.compile(r'[A-Za-z_][A-Za-z0-9_]*|[0-9.]+')
 SYMBOL_LIMIT = 18
 
 
-def node_symbol(graph, i, f, local=False):
+def node_symbol(graph, i, f, local=False, texts=None):
     """How a caption names node i: f for the output, a name, or its text in parentheses.
 
     `local` names the output by its text too, for a local derivative ∂(x*y*z)/∂z.
+    `texts` (from caller_texts) gives a block's nodes with its parameters
+    replaced by the arguments the caller passed: 1.5*x9, not 1.5*a.
     """
     node = graph.nodes[i]
     if i == graph.output:
@@ -88,7 +90,81 @@ def node_symbol(graph, i, f, local=False):
             return f
     elif node.name is not None:
         return node.name
-    text = graph.text(i, SYMBOL_LIMIT)
+    text = texts.get(i) if texts else None
+    text = _elide(text, SYMBOL_LIMIT) if text else graph.text(i, SYMBOL_LIMIT)
+    return text if _PLAIN.fullmatch(text) else f'({text})'
+
+
+def _elide(text, limit):
+    return text if len(text) <= limit else text[:limit // 2] + '…' + text[-(limit - limit // 2 - 1):]
+
+
+_UNIT = re.compile(r'[A-Za-z_][A-Za-z0-9_]*')
+CALLER_SPAN = 400   # longer texts keep the block's own names (building them would cost)
+
+
+def caller_texts(graph):
+    """{node id: its source text with the block's parameters replaced by what
+    the caller passed} for every node made by a block call. Spans say which
+    arguments a node's text contains; the names left in the text between them
+    are, in order, its other arguments: the parameters, the globals, and calls
+    of other blocks. Where that does not add up, the node keeps its own text."""
+    from ..core.primitives import FUNCTIONS
+    nodes, source = graph.nodes, graph.source
+    texts = {}
+    for i, node in enumerate(nodes):
+        if node.block is None or node.span is None or node.op in ('input', 'const'):
+            continue
+        start, end = node.span
+        if end - start > CALLER_SPAN:
+            continue
+        inner, outer = [], []
+        for a in node.args:
+            span = nodes[a].span
+            if span is not None and start <= span[0] and span[1] <= end and nodes[a].block:
+                inner.append(a)
+            else:
+                outer.append(a)
+        inner.sort(key=lambda a: nodes[a].span[0])
+        pieces, at, units = [], start, []
+        for a in inner + [None]:
+            stop = end if a is None else nodes[a].span[0]
+            gap = source[at:stop]
+            k = 0
+            for match in _UNIT.finditer(gap):
+                if match.start() < k:
+                    continue
+                rest = gap[match.end():].lstrip()
+                if rest.startswith('(') and match.group() in FUNCTIONS:
+                    continue                              # the node's own function
+                pieces.append(gap[k:match.start()])
+                k = match.end()
+                if rest.startswith('('):                   # a block's call: one argument
+                    depth, j = 0, gap.index('(', match.end())
+                    for j in range(j, len(gap)):
+                        depth += (gap[j] == '(') - (gap[j] == ')')
+                        if depth == 0:
+                            break
+                    k = j + 1
+                pieces.append(len(units))
+                units.append(match.group())
+            pieces.append(gap[k:])
+            if a is not None:
+                pieces.append(texts.get(a) or graph.text(a))
+                at = nodes[a].span[1]
+        if len(units) != len(outer):
+            continue
+        text = ''.join(p if isinstance(p, str) else _caller_symbol(graph, outer[p], texts)
+                       for p in pieces)
+        texts[i] = ' '.join(text.split())
+    return texts
+
+
+def _caller_symbol(graph, a, texts):
+    node = graph.nodes[a]
+    if node.name is not None:
+        return node.name
+    text = texts.get(a) or graph.text(a, SYMBOL_LIMIT)
     return text if _PLAIN.fullmatch(text) else f'({text})'
 
 

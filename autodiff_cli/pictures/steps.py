@@ -18,7 +18,7 @@ from typing import NamedTuple
 from ..core.passes import pullback, receives_gradient
 from .symbolic import local_symbol
 from .text import enclosed
-from .render import (SYMBOL_LIMIT, Frame, Look, Picture, block_labels, displayable,
+from .render import (SYMBOL_LIMIT, Frame, Look, Picture, block_labels, caller_texts, displayable,
                      node_symbol, number, output_symbol, scene, style)
 
 MAX_TERMS = 4   # a caption lists this many chain-rule terms, then says how many more
@@ -50,10 +50,13 @@ def steps(graph, values, grads):
             for position, a in enumerate(nodes[c].args):
                 uses[a].append((c, position))
     partials = {}
+    # A block's nodes are named by what the caller passed, not by the block's
+    # parameters: ∂z/∂(1.5*x9 + 0.1), as the tutorial writes ∇_y z.
+    texts = caller_texts(graph)
 
     def name(i):   # in a formula the output is named, if it has a name: (1 - o)*(o + 1)
         return nodes[i].name if nodes[i].name and nodes[i].op != 'const' \
-            else node_symbol(graph, i, f, local=True)
+            else node_symbol(graph, i, f, local=True, texts=texts)
     blocks = block_labels(dict.fromkeys(node.block for node in nodes if node.block))
     result = []
     for i in range(graph.output, -1, -1):
@@ -66,24 +69,24 @@ def steps(graph, values, grads):
             local = partials[c][position]
             terms.append(Term(c, grads[c], 0.0 if local is None else local,
                               local_symbol(graph, c, position, name)))
-        caption = _caption(graph, f, i, terms, grads[i])
+        caption = _caption(graph, f, i, terms, grads[i], texts)
         if nodes[i].block is not None:   # x^2 is in every call of h: say which
             caption += f'  [{blocks[nodes[i].block]}]'
         result.append(Step(i, tuple(terms), grads[i], caption))
     return result
 
 
-def _caption(graph, f, i, terms, grad):
+def _caption(graph, f, i, terms, grad, texts=None):
     """∂f/∂x = ∂f/∂(x*y) · ∂(x*y)/∂x = 4 · 3 = 12, with one product per use of x."""
-    me = node_symbol(graph, i, f)
+    me = node_symbol(graph, i, f, texts=texts)
     if not terms:
         return f'∂{f}/∂{me} = 1 (the backward pass starts at the output)'
     # The output's own local derivative is named by its text, so that
     # ∂f/∂z = ∂f/∂f · ∂(x*y*z)/∂z and not ∂f/∂f · ∂f/∂z.
     shown, more = terms[:MAX_TERMS], len(terms) - MAX_TERMS
     symbols = ' + '.join(
-        f'∂{f}/∂{node_symbol(graph, t.consumer, f)} · '
-        f'∂{node_symbol(graph, t.consumer, f, local=True)}/∂{me}' for t in shown)
+        f'∂{f}/∂{node_symbol(graph, t.consumer, f, texts=texts)} · '
+        f'∂{node_symbol(graph, t.consumer, f, local=True, texts=texts)}/∂{me}' for t in shown)
     products = ' + '.join(f'{_factor(t.upstream)} · {_factor(t.local)}' for t in shown)
     # The local derivatives as formulas where they say more than a number:
     # ∂f/∂x = ∂f/∂(x*y) · ∂(x*y)/∂x = 4 · y = 4 · 3 = 12.
