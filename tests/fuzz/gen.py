@@ -182,10 +182,11 @@ def numbers_case(rng):
     at = point(rng, variables)
     bindings = [f'{v}={number_text(x)}' for v, x in at.items()]
     rows = [point(rng, variables) for _ in range(rng.randint(0, 3))]
-    rows.insert(rng.randint(0, len(rows)), at)
+    row = rng.randint(0, len(rows))   # not rows.index(at): 0.0 == -0.0 would find another row
+    rows.insert(row, at)
     jsonl = ''.join(json.dumps({v: number_text(x) if not math.isfinite(x) else x
                                 for v, x in row.items()}) + '\n' for row in rows)
-    return {'kind': 'numbers', 'row': rows.index(at), 'files': {'prog.ad': text.encode(),
+    return {'kind': 'numbers', 'row': row, 'files': {'prog.ad': text.encode(),
                                                                 'inlined.ad': inlined.encode(),
                                                                 'p.jsonl': jsonl.encode()},
             'runs': [['grad', '-f', 'prog.ad', *bindings, '--json'],
