@@ -47,9 +47,12 @@ JS = {
     'round': 'integral(roundEven(a), a)',
     'max': 'maximum(a, b)', 'min': 'minimum(a, b)', 'hypot': 'Math.hypot(a, b)',
     'clamp': 'minimum(maximum(a, b), c)',
-    'eq': '(a === b ? 1 : 0)', 'lt': '(a < b ? 1 : 0)', 'ge': '(a >= b ? 1 : 0)',
+    'eq': '(a === b ? 1 : 0)', 'ne': '(a === b ? 0 : 1)', 'lt': '(a < b ? 1 : 0)',
+    'le': '(a <= b ? 1 : 0)', 'gt': '(a > b ? 1 : 0)', 'ge': '(a >= b ? 1 : 0)',
     # Python's truth: nan is true, -0.0 false.
-    'where': '(a !== 0 ? b : c)',
+    'where': '(a !== 0 ? b : c)', 'if': '(a !== 0 ? b : c)',
+    'and': '(a !== 0 && b !== 0 ? 1 : 0)', 'or': '(a !== 0 || b !== 0 ? 1 : 0)',
+    'not': '(a !== 0 ? 0 : 1)', 'stop_gradient': 'a', 'custom': 'a',
 }
 
 _HELPERS = """
