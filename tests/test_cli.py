@@ -301,3 +301,19 @@ def test_a_registered_command_runs_through_the_registry(run_cli, monkeypatch):
         run=lambda args, env: env.stdout.write(f'{args.command} {args.times * 2}\n') and 0)
     monkeypatch.setattr(context.Command, 'load', lambda self: fake)
     assert run_cli('eval', '--times', '21') == (0, 'eval 42\n', '')
+
+
+def test_the_nodes_table_at_80_columns_never_cuts_a_number(run_cli, monkeypatch):
+    """Numbers keep their digits or are rounded to 7 significant ones, never
+    cut with an ellipsis; the expression column folds between terms."""
+    monkeypatch.setenv('COLUMNS', '80')
+    program = ('input x = 0.000393816, y = 123456.789012345\n'
+               'z = sin(x*y)/(x + y^2) + tanh(x)*exp(-y/1000) + log(1 + x*x*y*y)')
+    code, out, err = run_cli('grad', program, '--nodes', '--format', 'table')
+    assert code == 0 and err == ''
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= 80 and '…' not in out
+    rows = [line.split('│') for line in lines if line.startswith('│')]
+    numbers = [cell.strip() for row in rows for cell in row[-3:-1] if cell.strip() not in ('', '-')]
+    assert len(numbers) > 30 and all(float(n) == float(n) for n in numbers)
+    assert '2.417674e-54' in out   # exp(-y/1000), to 7 digits

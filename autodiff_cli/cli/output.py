@@ -152,16 +152,36 @@ def table_text(result, env):
                     show_header=False, box=None, padding=(0, 2))
     shown = [summary]
     if result.nodes is not None:
-        columns = [('id', 'right', None), ('op', 'left', None), ('name', 'left', None),
-                   ('block', 'left', None), ('expression', 'left', None), ('value', 'right', None)]
-        has_grad = result.gradients is not None
-        if has_grad:
-            columns.append((f'{d}f/{d}node', 'right', None))
-        rows = [[str(r.id), r.op, r.name or '', r.block or '', r.expr, number(r.value)]
-                + (['-' if r.grad is None else number(r.grad)] if has_grad else [])
-                for r in result.nodes]
-        shown.append(table(columns, rows, title='nodes in tape order'))
+        shown.append(node_table(result, env, d))
     return rich_text(shown, env.stdout, colour=env.colour)
+
+
+def node_table(result, env, d):
+    """The nodes as a table. Numbers are never cut; on a terminal too narrow
+    for them at full precision and a readable expression column, they are
+    shown to 7 significant digits (plain and json keep every digit)."""
+    import shutil
+    has_grad = result.gradients is not None
+    has_block = any(r.block for r in result.nodes)
+
+    def rows(show):
+        return [[str(r.id), r.op, r.name or ''] + ([r.block or ''] if has_block else [])
+                + [r.expr, show(r.value)]
+                + (['-' if r.grad is None else show(r.grad)] if has_grad else [])
+                for r in result.nodes]
+
+    columns = ([('id', 'right', None), ('op', 'left', None), ('name', 'left', None)]
+               + ([('block', 'left', None)] if has_block else [])
+               + [('expression', 'left', None), ('value', 'right', None)]
+               + ([(f'{d}f/{d}node', 'right', None)] if has_grad else []))
+    expression = columns.index(('expression', 'left', None))
+    width = shutil.get_terminal_size().columns
+    full = rows(number)
+    # Each column costs its widest cell plus 3 for borders and padding.
+    needed = sum(max([len(columns[k][0])] + [len(row[k]) for row in full]) + 3
+                 for k in range(len(columns)) if k != expression) + 24
+    shown = full if needed <= width else rows(lambda x: format(x, '.7g'))
+    return table(columns, shown, title='nodes in tape order')
 
 
 WRITERS = {
@@ -187,8 +207,17 @@ def table(columns, rows, title=None, **options):
     from rich.table import Table
     from rich.text import Text
     made = Table(title=None if title is None else Text(title), **options)
-    for header, justify, style in columns:
-        made.add_column(Text(header), justify=justify, style=style)
+    rows = [list(row) for row in rows]
+    for k, (header, justify, style) in enumerate(columns):
+        if justify == 'right':
+            # Numbers are never cut or folded (0.00039… is no number): a
+            # right-aligned column is as wide as its widest cell, and the
+            # text columns give way on a narrow terminal.
+            widest = max([len(header)] + [len(row[k]) for row in rows])
+            made.add_column(Text(header), justify=justify, style=style, no_wrap=True,
+                            min_width=widest)
+        else:
+            made.add_column(Text(header), justify=justify, style=style, overflow='fold')
     for row in rows:
         made.add_row(*[Text(cell) for cell in row])
     return made
