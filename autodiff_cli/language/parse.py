@@ -16,6 +16,8 @@ import json
 import os
 import re
 import zlib
+from bisect import bisect_right
+from itertools import accumulate, chain, compress, repeat
 
 from ..errors import AdgradError, TableError
 
@@ -65,6 +67,16 @@ def load_table():
 
 PASS, DISCARD, CALL = range(3)   # what a reduction does with the values it pops
 
+# Kinds the lexer gives pieces of text that are not terminals the table knows.
+IGNORED = '<ignored>'        # white space, comments, a new line inside parentheses
+UNEXPECTED = '<unexpected>'  # a character that starts no terminal
+# The lexer reads the text a chunk at a time, so that its lists stay small;
+# a piece that ends within _MARGIN characters of a chunk's cut is read again
+# with the next chunk, as its terminal may look past its own end (a NUMBER
+# reads on to an exponent: `1e` then `+5`).
+_CHUNK = 1 << 16
+_MARGIN = 64
+
 
 class _Parser:
     """The table, compiled for the driver loop."""
@@ -74,19 +86,27 @@ class _Parser:
         self.start, self.end = table['start'], table['end']
         self.strings = table['strings']
         self.keywords = table['keywords']
-        # One regular expression for all terminals, tried in the table's
-        # order, each match swallowing the ignored text (white space,
-        # comments) before its token; `unexpected` catches any other
-        # character, and an empty match at the end of the text ends it.
-        ignore = set(table['ignore'])
+        # The lexer splits the text with one regular expression into pieces,
+        # each a terminal (ignored ones first, then in the table's order, the
+        # first that matches winning) or else any one character; this runs in
+        # C, with no Python step per token. Which terminal a piece is follows
+        # from its text alone (the first terminal that matches all of it:
+        # any earlier one would have matched there first), looked up in a
+        # dictionary of the texts seen so far.
+        ignore = list(table['ignore'])
         patterns = dict(table['terminals'])
-        skip = '|'.join(f'(?:{patterns[name]})' for name in table['ignore'])
-        alternatives = [f'(?P<{name}>{pattern})'
-                        for name, pattern in table['terminals'] if name not in ignore]
-        self.lexer = re.compile(f'(?:{skip})*(?:' + '|'.join(alternatives)
-                                + r'|(?P<unexpected>[\s\S])|\Z)')
-        self.kinds = {index: name for name, index in self.lexer.groupindex.items()}
-        self.unexpected = self.lexer.groupindex['unexpected']
+        order = ignore + [name for name, _ in table['terminals'] if name not in ignore]
+        for name in order:
+            if re.compile(patterns[name]).groups:
+                raise TableError(f'the terminal {name} has a capturing group, which the lexer '
+                                 'cannot split on; write (?:...)')
+        self.pieces = re.compile('|'.join(f'(?:{patterns[name]})' for name in order) + r'|[\s\S]')
+        self.classifier = re.compile('|'.join(f'(?P<{name}>{patterns[name]})' for name in order))
+        self.ignored = frozenset(ignore)
+        self.literal = {}
+        for text in self.strings.values():
+            self.literal[text] = self.classify(text)
+        self.keep = {IGNORED: False}
         # Per rule: (origin, size, mode, callback name). A `?rule` with one
         # child passes it on; `_rules`, anonymous lists and the program itself
         # are only structure (their statements were lowered as they were
@@ -103,6 +123,67 @@ class _Parser:
                 mode = CALL
             self.rules.append((origin, size, mode, rule['callback']))
         self.chains = {}
+
+    def classify(self, text):
+        """The kind of a piece of text: its terminal, IGNORED or UNEXPECTED,
+        or (terminal, keyword) for a word that is both (`input` is a NAME)."""
+        match = self.classifier.fullmatch(text)
+        if match is None:
+            return UNEXPECTED
+        kind = match.lastgroup
+        if kind in self.ignored:
+            return IGNORED
+        keyword = self.keywords.get(kind, {}).get(text)
+        return kind if keyword is None else (kind, keyword)
+
+    def chunks(self, text):
+        """Iterators of the (kind, start, end, text) of each token, chunk by
+        chunk, then of ('$END', ...): the parser loops over each, with no
+        generator to resume per token."""
+        known = dict(self.literal)
+        keep, classify, findall = self.keep, self.classify, self.pieces.findall
+        pos, size, length = 0, _CHUNK, len(text)
+        depth = 0   # of parentheses: a new line inside them is white space
+        while pos < length:
+            endpos = min(length, pos + size)
+            texts = findall(text, pos, endpos)
+            ends = list(accumulate(map(len, texts), initial=pos))
+            if endpos < length:
+                count = bisect_right(ends, endpos - _MARGIN) - 1
+                if count <= 0:   # one piece as long as a chunk: read more at once
+                    size *= 2
+                    continue
+                del texts[count:], ends[count + 1:]
+            kinds = list(map(known.get, texts))
+            if None in kinds:
+                i = kinds.index(None)
+                while True:
+                    kind = kinds[i] = classify(texts[i])
+                    if len(texts[i]) <= 64:
+                        known[texts[i]] = kind
+                    try:
+                        i = kinds.index(None, i + 1)
+                    except ValueError:
+                        break
+            if '_NEWLINE' in kinds:
+                i = done = 0
+                while True:
+                    try:
+                        i = kinds.index('_NEWLINE', i)
+                    except ValueError:
+                        break
+                    read = kinds[done:i]
+                    depth += read.count('LPAR') - read.count('RPAR')
+                    if depth > 0:
+                        kinds[i] = IGNORED
+                    done = i = i + 1
+                read = kinds[done:]
+            else:
+                read = kinds
+            depth += read.count('LPAR') - read.count('RPAR')
+            yield compress(zip(kinds, ends, ends[1:], texts), map(keep.get, kinds, repeat(True)))
+            pos, size = ends[-1], _CHUNK
+        yield [('$END', length, length, '')]
 
     def climb(self, below, top, kind):
         """The top state after every `?rule` reduction that `kind` causes in a row."""
@@ -129,47 +210,32 @@ class _Parser:
     def parse(self, text, builder):
         """Drive `builder` through the whole text.
 
-        One loop lexes, shifts and reduces: it is the hot path for machine-made
+        One loop shifts and reduces: it is the hot path for machine-made
         programs of 10^6 tokens, so it keeps everything in locals.
         """
-        states, keywords, kinds, end_state, unexpected, chains = (
-            self.states, self.keywords, self.kinds, self.end, self.unexpected, self.chains)
+        states, end_state, chains = self.states, self.end, self.chains
         rules = [(origin, size, mode, getattr(builder, name) if mode == CALL else None)
                  for origin, size, mode, name in self.rules]
         state_stack = [self.start]
         value_stack = []
         actions = states[self.start]
-        depth = 0  # of parentheses: a new line inside them is white space
-        for match in self.lexer.finditer(text):
-            index = match.lastindex
-            kind = kinds.get(index)
-            if kind is None:  # no terminal: only ignored text was left, or nothing
-                kind = '$END'
-                token = (kind, len(text), len(text), '')
-            elif index == unexpected:
-                raise _Unexpected(None, match.start(index))
-            else:
-                start, end = match.span(index)
-                token = (kind, start, end, text[start:end])
-                if kind == 'LPAR':
-                    depth += 1
-                elif kind == 'RPAR':
-                    depth = depth - 1 if depth else 0
-                elif kind == '_NEWLINE' and depth:
-                    continue
-                if kind in keywords:
-                    # A keyword the parser can take here (or a word that
-                    # fits nowhere) is the keyword; otherwise it is a name.
-                    keyword = keywords[kind].get(token[3])
-                    if keyword is not None and (keyword in actions or kind not in actions):
-                        kind = keyword
-                        token = (kind, start, end, token[3])
+        for token in chain.from_iterable(self.chunks(text)):
+            kind = token[0]
             reduced = False
             while True:
                 action = actions.get(kind)
                 if action is None:
+                    if type(kind) is tuple:
+                        # A keyword the parser can take here (or a word that
+                        # fits nowhere) is the keyword; otherwise it is a name.
+                        regular, keyword = kind
+                        kind = keyword if keyword in actions or regular not in actions else regular
+                        token = (kind, *token[1:])
+                        continue
                     if kind == '$END' and state_stack[-1] == end_state:
                         return
+                    if kind == UNEXPECTED:
+                        raise _Unexpected(None, token[1])
                     raise _Unexpected(token, token[1],
                                       self.expected(actions, kind, reduced or kind == '$END'))
                 if action >= 0:
@@ -208,7 +274,7 @@ class _Parser:
             state_stack.append(action)
             value_stack.append(token)
             actions = states[action]
-        raise AssertionError('the lexer ends every text with an empty match')
+        raise AssertionError('the lexer ends every text with $END')
 
 
 class _Unexpected(Exception):
