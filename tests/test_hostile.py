@@ -325,19 +325,8 @@ CASES = [
 
 # Open faults: strict xfails, removed as each is fixed (see the module docstring).
 OPEN = {
-    'comment banner above an unclosed parenthesis': LANGUAGE,
-    'longer banner, other spelling': LANGUAGE,
-    '80,000 semicolons': LANGUAGE,
-    '80,000 binding lines': LANGUAGE,
-    '20 MB of x+x+...': LANGUAGE,
     'a 468-byte block-doubling program': LANGUAGE,
     'a line continuation is not node text': LANGUAGE,
-    'quoted new line, two rows': BATCH, 'quoted new line, one row': BATCH,
-    'U+2028 inside a cell': BATCH, 'NEL inside a cell': BATCH,
-    'an integer of 4,301 digits': BATCH, 'arrays nested 100,000 deep': BATCH,
-    'a lone surrogate': BATCH, 'a lone surrogate, csv out': BATCH,
-    'JSON Lines NaN': BATCH, 'JSON Lines Infinity': BATCH, 'JSON Lines true': BATCH,
-    'a binding the points file also has': BATCH, '200,000 rows as a table': BATCH,
 }
 
 
