@@ -122,7 +122,6 @@ class _Parser:
             else:
                 mode = CALL
             self.rules.append((origin, size, mode, rule['callback']))
-        self.chains = {}
 
     def classify(self, text):
         """The kind of a piece of text: its terminal, IGNORED or UNEXPECTED,
@@ -185,8 +184,13 @@ class _Parser:
             pos, size = ends[-1], _CHUNK
         yield [('$END', length, length, '')]
 
-    def climb(self, below, top, kind):
-        """The top state after every `?rule` reduction that `kind` causes in a row."""
+    def goto(self, below, origin, kind):
+        """The state after a reduction to `origin` over state `below`, and
+        after every `?rule` reduction that `kind` then causes in a row: an
+        operand climbing the precedence ladder reduces once per rung, each
+        replacing only the top state, so the driver jumps to where the
+        climb ends (remembered per rule origin, state below and lookahead)."""
+        top = self.states[below][origin]
         while True:
             action = self.states[top].get(kind)
             if action is None or action >= 0 or self.rules[~action][2] != PASS:
@@ -213,9 +217,10 @@ class _Parser:
         One loop shifts and reduces: it is the hot path for machine-made
         programs of 10^6 tokens, so it keeps everything in locals.
         """
-        states, end_state, chains = self.states, self.end, self.chains
-        rules = [(origin, size, mode, getattr(builder, name) if mode == CALL else None)
-                 for origin, size, mode, name in self.rules]
+        states, end_state, goto = self.states, self.end, self.goto
+        after = {origin: {} for origin, _, _, _ in self.rules}
+        rules = [(origin, size, mode, getattr(builder, name) if mode == CALL else None,
+                  after[origin]) for origin, size, mode, name in self.rules]
         state_stack = [self.start]
         value_stack = []
         actions = states[self.start]
@@ -240,20 +245,7 @@ class _Parser:
                                       self.expected(actions, kind, reduced or kind == '$END'))
                 if action >= 0:
                     break
-                origin, size, mode, build = rules[~action]
-                if mode == PASS:
-                    # An operand climbing the precedence ladder reduces once
-                    # per rung, each replacing only the top state: jump to
-                    # where the whole climb ends, remembered per
-                    # (state below, top state, lookahead).
-                    key = (state_stack[-2], state_stack[-1], kind)
-                    top = chains.get(key)
-                    if top is None:
-                        top = chains[key] = self.climb(*key)
-                    state_stack[-1] = top
-                    actions = states[top]
-                    reduced = True
-                    continue
+                origin, size, mode, build, tops = rules[~action]
                 if mode == CALL:
                     if size == 1:
                         value_stack[-1] = build(value_stack[-1:])
@@ -262,14 +254,22 @@ class _Parser:
                         del value_stack[-size:]
                         value_stack.append(build(children))
                     del state_stack[-size:]
-                else:
+                elif mode == DISCARD:
                     if size:
                         del value_stack[-size:]
                         del state_stack[-size:]
                     value_stack.append(None)
-                state = states[state_stack[-1]][origin]
-                state_stack.append(state)
-                actions = states[state]
+                else:   # PASS: the value stays; only reached where no goto came first
+                    del state_stack[-1]
+                below = state_stack[-1]
+                climbs = tops.get(below)
+                if climbs is None:
+                    climbs = tops[below] = {}
+                top = climbs.get(kind)
+                if top is None:
+                    top = climbs[kind] = goto(below, origin, kind)
+                state_stack.append(top)
+                actions = states[top]
                 reduced = True
             state_stack.append(action)
             value_stack.append(token)
