@@ -150,9 +150,15 @@ class TableRows:
         self.head, self.tail, self.count = [], deque(maxlen=TABLE_ROWS), 0
 
     def write(self, chunk, computed):
-        texts = [[number(x) for x in column.tolist()] for column in computed]
-        self.add([[*map(_cell, cells), *(t[i] for t in texts)]
-                  for i, cells in enumerate(chunk.rows())])
+        # Only the rows that can still show are formatted: those that fill the
+        # head, and the chunk's last TABLE_ROWS (any row between would leave
+        # the tail before the end).
+        rows, n = chunk.rows(), len(chunk)
+        head = min(max(TABLE_ROWS - len(self.head), 0), n)
+        tail = max(head, n - TABLE_ROWS)
+        self.add([[*map(_cell, rows[i]), *(number(column[i]) for column in computed)]
+                  for i in [*range(head), *range(tail, n)]])
+        self.count += tail - head
 
     def add(self, rows):
         for row in rows:
@@ -167,10 +173,10 @@ class TableRows:
         rows = list(self.head)
         hidden = self.count - len(self.head) - len(self.tail)
         if hidden:
-            rows.append([f'… {hidden:,} more rows (--format csv shows them all)']
-                        + ['…'] * (len(self.header) - 1))
+            rows.append(['…'] * len(self.header))
         rows += self.tail
-        shown = table([(name, 'right', None) for name in self.header], rows)
+        caption = f'{hidden:,} more rows not shown (all: --format csv)' if hidden else None
+        shown = table([(name, 'right', None) for name in self.header], rows, caption=caption)
         self.file.write(rich_text([shown], self.file))
 
 
