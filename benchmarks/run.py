@@ -39,7 +39,7 @@ QUICK = dict(startup_runs=3, runs=1, large_terms=500, large_depth=1000, chain_de
              torch_ops=1000, torch_runs=1, linear_small=100, linear_large=1000,
              linear_reps=1, memory_tokens=10_000, memory_runs=1, batch_rows=1000)
 
-FIGURES = ('startup', 'large', 'torch', 'linearity', 'gradient', 'batch', 'memory',
+FIGURES = ('startup', 'large', 'torch', 'linearity', 'gradient', 'parse', 'batch', 'memory',
            'batch_more')
 
 
@@ -168,12 +168,32 @@ class Bench:
             a.append(run_process(python)[0])
             b.append(run_process(adgrad, out)[0])
         ratio = median(b) / median(a)
-        return [Figure(
-            "start-up: `adgrad eval 'x*y*z' x=2 y=3 z=4 | cat` ÷ `python -c pass`",
-            f'{ratio:.1f}× ({seconds(median(b))} ÷ {seconds(median(a))})', '≤ 5×',
-            verdict(ratio <= 5),
-            f'`{shell(adgrad)} | cat` against `{shell(python)}`, {runs} runs each, '
-            f'interleaved; medians {median(b) * 1000:.1f} ms and {median(a) * 1000:.1f} ms.')]
+        best = min(b) / min(a)
+        how = (f'`{shell(adgrad)} | cat` against `{shell(python)}`, {runs} runs each, '
+               f'interleaved; medians {median(b) * 1000:.1f} ms and {median(a) * 1000:.1f} ms, '
+               f'best {min(b) * 1000:.1f} ms and {min(a) * 1000:.1f} ms.')
+        name = "start-up: `adgrad eval 'x*y*z' x=2 y=3 z=4 | cat` ÷ `python -c pass`"
+        measured = (f'{ratio:.1f}× median, {best:.1f}× best '
+                    f'({seconds(median(b))} ÷ {seconds(median(a))})')
+        return [Figure(name, measured, '≤ 5×', verdict(ratio <= 5), how),
+                Figure(name + ' (issue 13)', measured, '≤ 2.0×', verdict(ratio <= 2.0), how)]
+
+    def parse(self):
+        """Issue 13: parse + lower per token, in-process, steady state."""
+        s = self.sizes
+        rows = []
+        for name, size in (('nesting', s['large_depth']), ('sum_of_products', s['large_terms'])):
+            p = self.phases(name, size)
+            per = [t / p['tokens'] * 1e6 for t in p['lower']]
+            rows.append(Figure(
+                f'parse + lower per token (issue 13), {name.replace("_", " ")}, '
+                f'{p["tokens"]:,} tokens',
+                f'{min(per):.2f} µs best, {median(per):.2f} µs median', '≤ 1 µs',
+                verdict(min(per) <= 1),
+                f'`lower(text)` in-process (`python benchmarks/child.py phases FILE '
+                f'{s["linear_reps"]}`), the collector paused as the CLI pauses it; '
+                'tokens counted with the grammar\'s terminals.'))
+        return rows
 
     def large(self):
         s = self.sizes
@@ -248,6 +268,7 @@ class Bench:
                                   zip(p['lower'], p['forward'], p['backward'])))
             ratio = totals[1] / totals[0]
             small, large = (workloads.operations(name, n) for n in sizes)
+            # best of each size: noise only adds time
             rows.append(Figure(
                 f'linearity: time at {large:,} ÷ at {small:,} ops, {name.replace("_", " ")}',
                 f'{ratio:.1f} ({seconds(totals[1])} ÷ {seconds(totals[0])})', '≤ 12',
@@ -264,10 +285,12 @@ class Bench:
         for name, size in (('sum_of_products', s['large_terms']), ('nesting', s['large_depth'])):
             p = self.phases(name, size)
             f, b = min(p['forward']), min(p['backward'])
+            ratios = [bb / ff for ff, bb in zip(p['forward'], p['backward'])]
             rows.append(Figure(
                 f'cheap gradient: backward ÷ forward, in-process, '
                 f'{workloads.operations(name, size):,}-op {name.replace("_", " ")}',
-                f'{b / f:.2f} ({seconds(b)} ÷ {seconds(f)})', '≤ 3', verdict(b / f <= 3),
+                f'{b / f:.2f} best, {median(ratios):.2f} median ({seconds(b)} ÷ {seconds(f)})',
+                '≤ 3', verdict(b / f <= 3),
                 f'`forward(graph, inputs)` and `backward(graph, values)` on the same graph '
                 f'(`python benchmarks/child.py phases FILE {s["linear_reps"]}`), best of the '
                 'repetitions.'))
