@@ -37,12 +37,13 @@ def test_tokens_do_not_depend_on_the_chunk_size(monkeypatch, chunk):
 
 
 def test_a_token_longer_than_a_chunk(monkeypatch):
-    text = 'x' * 1000 + ' + 1 # ' + 'c' * 500 + '\n'
+    text = 'x' * 1000 + ' + 1 # ' + 'c' * 500 + '\n' + 'y*2\n' * 20
     expected = tokens(text)
     monkeypatch.setattr(parse, '_CHUNK', 16)
     monkeypatch.setattr(parse, '_MARGIN', 8)
     assert tokens(text) == expected
-    assert [t[0] for t in expected] == ['NAME', 'PLUS', 'NUMBER', '_NEWLINE', '$END']
+    assert [t[0] for t in expected] == ['NAME', 'PLUS', 'NUMBER', '_NEWLINE'] + [
+        'NAME', 'STAR', 'NUMBER', '_NEWLINE'] * 20 + ['$END']
 
 
 def test_new_lines_inside_parentheses_are_dropped_across_chunks(monkeypatch):

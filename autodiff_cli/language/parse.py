@@ -18,6 +18,7 @@ import re
 import zlib
 from bisect import bisect_right
 from itertools import accumulate, chain, compress, repeat
+from operator import is_
 
 from ..errors import AdgradError, TableError
 
@@ -154,16 +155,13 @@ class _Parser:
                     continue
                 del texts[count:], ends[count + 1:]
             kinds = list(map(known.get, texts))
-            if None in kinds:
-                i = kinds.index(None)
-                while True:
-                    kind = kinds[i] = classify(texts[i])
-                    if len(texts[i]) <= 64:
-                        known[texts[i]] = kind
-                    try:
-                        i = kinds.index(None, i + 1)
-                    except ValueError:
-                        break
+            if None in kinds:   # texts not seen before: classify each once
+                new = set(compress(texts, map(is_, kinds, repeat(None))))
+                known.update(zip(new, map(classify, new)))
+                kinds = list(map(known.get, texts))
+                for piece in new:
+                    if len(piece) > 64:   # a comment, say: do not keep it
+                        del known[piece]
             if '_NEWLINE' in kinds:
                 i = done = 0
                 while True:
