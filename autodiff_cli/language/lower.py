@@ -4,9 +4,9 @@ node per operation.
 The parser (parse.py) calls a method of `Lowering` at each reduction of the
 grammar, named after the rule's alias, with the values of the rule's
 children; each method emits its nodes there and then. There is no syntax
-tree: an expression's value is the id of its node, or `(AT, start, end, id)`
-for a node that is not the expression's own (a variable's, a block call's
-result, a parenthesised value), seen at that place in the text.
+tree: an expression's value is `(start, end, id)`, the place of its text and
+the id of the node that holds it (its own operation's, or a variable's, a
+block call's result, a parenthesised value's).
 
 A block is lowered once, when it is defined, into a `Template`: its body's
 nodes with slots for the parameters. Each call copies the template onto the
@@ -29,7 +29,6 @@ KEYWORDS = frozenset({'if', 'and', 'or', 'not', 'input', 'grad'})
 ALIASES = {'ln': 'log', 'detach': 'stop_gradient'}
 _COMPARISONS = {'<': 'lt', '<=': 'le', '>': 'gt', '>=': 'ge', '==': 'eq', '!=': 'ne'}
 _UPDATES = {'+=': 'add', '-=': 'sub', '*=': 'mul', '/=': 'div', '^=': 'pow'}
-_AT = 'AT'   # (AT, start, end, node id): a node seen at a place in the text
 _NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_]*')
 _new_node = tuple.__new__   # Node(...) without NamedTuple's keyword handling: 3x cheaper
 
@@ -94,6 +93,8 @@ class Lowering:
         self.branches = []
         self.marks = []           # where an `if`'s condition and branches start
         self.body = None          # the Template being read, inside a block or grad body
+        self.target = self.nodes  # where nodes go: the tape, or the body's nodes
+        self.flip = 0             # ids on the tape are i, in a body ~i: i ^ flip
         self.last_bare = None          # (node id, position) of a bare expression statement
         self.output = None
         self.statements = 0
@@ -106,23 +107,22 @@ class Lowering:
         return AdgradError(message, self.source, pos)
 
     def emit(self, op, args, span, name=None, value=None, block=None):
-        target = self.nodes if self.body is None else self.body.nodes
+        target = self.target
         if len(target) >= MAX_NODES:
-            raise AdgradError(f'the program has more than {MAX_NODES:,} nodes; adgrad stops here',
-                              self.source, span[1] - 1 if span else None)
+            raise self.too_many(span)
         target.append(_new_node(Node, (op, args, name, value, span, block)))
-        return len(target) - 1 if self.body is None else ~(len(target) - 1)
+        return (len(target) - 1) ^ self.flip
 
-    def node(self, i):
-        return self.nodes[i] if i >= 0 else self.body.nodes[~i]
+    def too_many(self, span):
+        return AdgradError(f'the program has more than {MAX_NODES:,} nodes; adgrad stops here',
+                           self.source, span[1] - 1 if span else None)
 
-    def operand(self, value):
-        """(node id, start, end) of an expression's value where it is used."""
-        if type(value) is int:     # an operation's node, made for this very use
-            start, end = self.node(value).span
-            return value, start, end
-        _, start, end, node_id = value
-        return node_id, start, end
+    def enter(self, template):
+        """Emit into a block's body from here on."""
+        self.body, self.target, self.flip = template, template.nodes, -1
+
+    def leave(self):
+        self.body, self.target, self.flip = None, self.nodes, 0
 
     def resolve(self, name, start, end):
         """The node a name refers to here: a parameter, a binding's current
@@ -159,7 +159,7 @@ class Lowering:
 
     def bare(self, children):
         self.statement_begins()
-        node_id, start, _ = self.operand(children[0])
+        start, _, node_id = children[0]
         self.last_bare = (node_id, start)
         self.output = node_id
         self.statement_ends()
@@ -167,7 +167,7 @@ class Lowering:
     def binding(self, children):
         name, _, value = children
         self.statement_begins()
-        node_id, start, end = self.operand(value)
+        start, end, node_id = value
         self.bind(name, node_id, (start, end))
 
     def update(self, children):
@@ -178,7 +178,7 @@ class Lowering:
         if current is None:
             raise self.error(f"'{_clip(text)}' has no value to update: bind it first "
                              f'({text} = ...) or declare it (input {text} = ...)', name_start)
-        node_id, _, end = self.operand(value)
+        _, end, node_id = value
         self.bind(name, self.emit(_UPDATES[op], (current, node_id), (name_start, end)),
                   (name_start, end))
 
@@ -221,7 +221,7 @@ class Lowering:
 
     def default(self, children):
         (_, start, end, name), _, value = children
-        node_id, used_at, _ = self.operand(value)
+        used_at, _, node_id = value
         value = self.constant_value(name, node_id, used_at)
         self.check_name(name, start, 'input')
         if name in self.names or name in self.input_ids:
@@ -269,19 +269,19 @@ class Lowering:
         if name in self.names or name in self.input_ids:
             raise self.error(f"'{_clip(name)}' is already a variable; choose another name "
                              'for the block', start)
-        self.body = Template(name, self.parameters(arguments))
+        self.enter(Template(name, self.parameters(arguments)))
         self.emit_slots()
         return name
 
     def parameters(self, arguments):
         """The parameter names of a block or grad head, whose arguments were
-        read as expressions: each must be a plain name. A name seen there for
-        the first time became an input node; it was a parameter all along."""
+        read as expressions: each must be a plain name (the text of any other
+        expression is not one). A name seen there for the first time became
+        an input node; it was a parameter all along."""
         names = []
-        for argument in arguments:
-            node_id, start, end = self.operand(argument)
+        for start, end, _ in arguments:
             name = self.source[start:end]
-            if type(argument) is int or not _NAME.fullmatch(name):
+            if not _NAME.fullmatch(name):
                 raise self.error('a block parameter must be a name', start)
             if name in CONSTANTS or name in FUNCTIONS or name in KEYWORDS or name in ALIASES:
                 raise self.error(f"'{name}' is built in; choose another parameter name", start)
@@ -298,9 +298,9 @@ class Lowering:
 
     def block(self, children):
         name, value = children
-        self.body.outputs = (self.operand(value)[0],)
+        self.body.outputs = (value[2],)
         self.blocks[name] = self.body
-        self.body = None
+        self.leave()
         self.statement_ends()
 
     def grad_head(self, children):
@@ -319,16 +319,16 @@ class Lowering:
                              f'so its grad declaration needs as many, not {len(params)}', start)
         self.grad_at = start
         # `out` is the block's output, unless a parameter is called that.
-        self.body = Template(f'grad {name}', params + (() if 'out' in params else ('out',)))
+        self.enter(Template(f'grad {name}', params + (() if 'out' in params else ('out',))))
         self.emit_slots()
         return name
 
     def partial(self, children):
-        return [self.operand(children[0])[0]]
+        return [children[0][2]]
 
     def partial_list(self, children):
         _, first, _, rest, _ = children
-        return [self.operand(value)[0] for value in [first, *rest]]
+        return [first[2]] + [value[2] for value in rest]
 
     def custom_grad(self, children):
         name, partials = children
@@ -339,22 +339,24 @@ class Lowering:
                              self.grad_at)
         self.body.outputs = tuple(partials)
         block.grad = self.body
-        self.body = None
+        self.leave()
         self.statement_ends()
 
     # ---- expressions ----
 
     def number(self, children):
         _, start, end, text = children[0]
-        return self.emit('const', (), (start, end), value=float(text))
+        span = (start, end)
+        return (start, end, self.emit('const', (), span, value=float(text)))
 
     def variable(self, children):
         _, start, end, name = children[0]
-        return (_AT, start, end, self.resolve(name, start, end))
+        node_id = self.names.get(name) if self.body is None else None
+        return (start, end, self.resolve(name, start, end) if node_id is None else node_id)
 
     def group(self, children):
-        (_, start, _, _), value, (_, _, end, _) = children
-        return (_AT, start, end, self.operand(value)[0])
+        (_, start, _, _), (_, _, node_id), (_, _, end, _) = children
+        return (start, end, node_id)
 
     def arguments(self, children):
         if len(children) == 1:
@@ -363,49 +365,10 @@ class Lowering:
         arguments.append(value)
         return arguments
 
-    def binary(self, op, left, right):
-        a, start, _ = self.operand(left)
-        b, _, end = self.operand(right)
-        return self.emit(op, (a, b), (start, end))
-
-    def add(self, children):
-        return self.binary('add', children[0], children[2])
-
-    def sub(self, children):
-        return self.binary('sub', children[0], children[2])
-
-    def mul(self, children):
-        return self.binary('mul', children[0], children[2])
-
-    def div(self, children):
-        return self.binary('div', children[0], children[2])
-
-    def pow(self, children):
-        return self.binary('pow', children[0], children[2])
-
     def compare(self, children):
-        left, (_, _, _, op), right = children
-        return self.binary(_COMPARISONS[op], left, right)
-
-    def and_(self, children):
-        return self.binary('and', children[0], children[2])
-
-    def or_(self, children):
-        return self.binary('or', children[0], children[2])
-
-    def unary(self, op, children):
-        (_, start, _, _), value = children
-        a, _, end = self.operand(value)
-        return self.emit(op, (a,), (start, end))
-
-    def neg(self, children):
-        return self.unary('neg', children)
-
-    def pos(self, children):
-        return self.unary('pos', children)
-
-    def not_(self, children):
-        return self.unary('not', children)
+        (start, _, a), (_, _, _, op), (_, end, b) = children
+        span = (start, end)
+        return (start, end, self.emit(_COMPARISONS[op], (a, b), span))
 
     # ---- conditionals ----
 
@@ -420,32 +383,30 @@ class Lowering:
         self.push_mark()
 
     def push_mark(self):
-        self.marks.append(len(self.nodes if self.body is None else self.body.nodes))
+        self.marks.append(len(self.target))
 
     def conditional(self, children):
         (_, start, _, _), condition, _, then, _, otherwise, (_, _, end, _) = children
         else_start = self.marks.pop()
         then_start = self.marks.pop()
         self.marks.pop()
-        end = len(self.nodes if self.body is None else self.body.nodes)
-        c = self.operand(condition)[0]
-        a = self.operand(then)[0]
-        b = self.operand(otherwise)[0]
-        node_id = self.emit('if', (c, a, b), (start, end))
+        stop = len(self.target)
+        c, a, b = condition[2], then[2], otherwise[2]
+        node_id = self.emit('if', (c, a, b), (start, stop))
         branches = self.branches if self.body is None else self.body.branches
         here = node_id if node_id >= 0 else ~node_id
-        branches.append(Branch(here, c, then_start, else_start, end))
-        return node_id
+        branches.append(Branch(here, c, then_start, else_start, stop))
+        return (start, stop, node_id)
 
     # ---- calls ----
 
     def call(self, children):
         (_, start, _, name), _, arguments, (_, _, end, _) = children
         name = ALIASES.get(name, name)
-        args = [self.operand(argument)[0] for argument in arguments]
+        args = [argument[2] for argument in arguments]
         span = (start, end)
         if name in FUNCTIONS:
-            return self.function(name, args, span)
+            return (start, end, self.function(name, args, span))
         block = self.blocks.get(name)
         if block is None:
             raise self.unknown_call(name, start)
@@ -453,7 +414,7 @@ class Lowering:
             raise self.error(f'{name}() takes {_plural(len(block.params), "argument")}, '
                              f'got {len(args)}', start)
         self.called.add(name)
-        return (_AT, start, end, self.instantiate(block, args, span))
+        return (start, end, self.instantiate(block, args, span))
 
     def function(self, name, args, span):
         count = len(args)
@@ -575,3 +536,29 @@ class Lowering:
             self.hint_at_number_bindings()
         return Graph(self.nodes, self.output, self.input_ids, self.defaults, self.source,
                      tuple(self.branches), tuple(dict.fromkeys(self.notes)))
+
+
+def _binary(op):
+    def build(self, children):
+        """`a OP b`: one node; emit() inlined, as this runs once per operator."""
+        (start, _, a), _, (_, end, b) = children
+        target = self.target
+        if len(target) >= MAX_NODES:
+            raise self.too_many((start, end))
+        target.append(_new_node(Node, (op, (a, b), None, None, (start, end), None)))
+        return (start, end, (len(target) - 1) ^ self.flip)
+    return build
+
+
+def _unary(op):
+    def build(self, children):
+        (_, start, _, _), (_, end, a) = children
+        return (start, end, self.emit(op, (a,), (start, end)))
+    return build
+
+
+for _op, _method in (('add', 'add'), ('sub', 'sub'), ('mul', 'mul'), ('div', 'div'),
+                     ('pow', 'pow'), ('and', 'and_'), ('or', 'or_')):
+    setattr(Lowering, _method, _binary(_op))
+for _op, _method in (('neg', 'neg'), ('pos', 'pos'), ('not', 'not_')):
+    setattr(Lowering, _method, _unary(_op))
