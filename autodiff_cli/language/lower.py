@@ -15,6 +15,8 @@ and a template's size is known before it is copied.
 """
 
 import re
+from itertools import repeat
+from operator import itemgetter
 
 from ..core.graph import Branch, Graph, Node
 from ..core.primitives import CONSTANTS, FUNCTIONS
@@ -60,12 +62,44 @@ class Template:
     declared derivative, another Template. (A plain class: dataclasses
     imports inspect, 10 ms of every command's start-up.)"""
 
-    __slots__ = ('name', 'params', 'nodes', 'branches', 'instances', 'outputs', 'grad')
+    __slots__ = ('name', 'params', 'nodes', 'branches', 'instances', 'outputs', 'grad', '_plan')
 
     def __init__(self, name, params):
         self.name, self.params = name, params
         self.nodes, self.branches, self.outputs, self.grad = [], [], (), None
         self.instances = []   # the calls made in the body: (parent call's index or -1, block name)
+        self._plan = None
+
+    def plan(self):
+        """The body's nodes as columns, made once for every copy (see
+        Lowering.copy): op, name, value and span of each copied node; where
+        its block comes from; and its arguments as slices of one flat tuple
+        gathered from the copy's table of ids, which holds the parameters'
+        arguments, then the new nodes' ids, then the tape ids the body uses."""
+        if self._plan is None:
+            slots, size = len(self.params), len(self.nodes)
+            body = self.nodes[slots:]
+            tape_ids = sorted({a for node in body for a in node.args if a >= 0})
+            where = {a: size + k for k, a in enumerate(tape_ids)}
+            flat, slices = [], []
+            for node in body:
+                slices.append(slice(len(flat), len(flat) + len(node.args)))
+                flat += [~a if a < 0 else where[a] for a in node.args]
+            calls = len(self.instances)   # a node outside any call gets the copy's own call
+            self._plan = (tuple(tape_ids), _gatherer(flat), slices,
+                          [node.op for node in body], [node.name for node in body],
+                          [node.value for node in body], [node.span for node in body],
+                          [calls if node.block is None else node.block for node in body])
+        return self._plan
+
+
+def _gatherer(indices):
+    """A function of a list that returns its items at `indices` as a tuple, in C."""
+    if len(indices) > 1:
+        return itemgetter(*indices)
+    if indices:
+        return lambda table, i=indices[0]: (table[i],)
+    return lambda table: ()
 
 
 def _plural(n, word):
@@ -452,8 +486,7 @@ class Lowering:
         size = len(block.nodes) - len(block.params)
         if block.grad is not None:
             size += len(block.grad.nodes) - len(block.grad.params) + 1
-        target = self.nodes if self.body is None else self.body.nodes
-        if len(target) + size > MAX_NODES:
+        if len(self.target) + size > MAX_NODES:
             raise self.error(f"calling '{block.name}' here would grow the graph past "
                              f'{MAX_NODES:,} nodes once its blocks are inlined '
                              f'({size:,} for this call)', span[0])
@@ -476,19 +509,27 @@ class Lowering:
 
     def copy(self, template, args, call):
         """Append a template's nodes with its parameters bound to `args`, and
-        the calls inside it below `call`; the new ids of its outputs."""
+        the calls inside it below `call`; the new ids of its outputs.
+
+        A call is the hot path of a program of blocks, so the copy runs in C:
+        the new nodes' ids are known before they are made (the next places
+        on the target), so every argument is gathered from one table at
+        once, and the nodes are zipped from the template's columns."""
         into_body = self.body is not None
-        target = self.nodes if not into_body else self.body.nodes
+        target = self.target
         slots = len(template.params)
-        local = list(args) + [0] * (len(template.nodes) - slots)
-        calls = self.nested_calls(template, call, into_body)
+        tape_ids, gather, slices, ops, names, values, spans, blocks = (
+            template._plan or template.plan())
         base = len(target)
-        for j in range(slots, len(template.nodes)):
-            op, node_args, name, value, span, block = template.nodes[j]
-            node_args = tuple(local[~a] if a < 0 else a for a in node_args)
-            block = call if block is None else calls[block]
-            target.append(_new_node(Node, (op, node_args, name, value, span, block)))
-            local[j] = len(target) - 1 if not into_body else ~(len(target) - 1)
+        count = len(ops)
+        made = range(base, base + count) if not into_body else range(~base, ~base - count, -1)
+        local = [*args, *made, *tape_ids]
+        flat = gather(local)
+        calls = self.nested_calls(template, call, into_body) if template.instances else []
+        calls.append(call)
+        target.extend(map(_new_node, repeat(Node),
+                          zip(ops, map(flat.__getitem__, slices), names, values, spans,
+                              map(calls.__getitem__, blocks))))
         branches = self.branches if not into_body else self.body.branches
         shift = base - slots
         for branch in template.branches:
