@@ -436,6 +436,17 @@ class Lowering:
 
     def call(self, children):
         (_, start, _, name), _, arguments, (_, _, end, _) = children
+        row = FUNCTIONS.get(name)
+        if row is not None and len(arguments) == row.arity:
+            # A built-in function with its plain arity (every other case,
+            # n-ary min, log(x, b), a wrong count, goes through function()):
+            # emit() inlined, as this runs once per call in the text.
+            target = self.target
+            if len(target) >= MAX_NODES:
+                raise self.too_many((start, end))
+            target.append(_new_node(Node, (name, tuple([a[2] for a in arguments]), None, None,
+                                           (start, end), None)))
+            return (start, end, (len(target) - 1) ^ self.flip)
         name = ALIASES.get(name, name)
         args = [argument[2] for argument in arguments]
         span = (start, end)
