@@ -5,10 +5,21 @@ passes return arrays indexed by node id (the node's place on the tape), so
 the same graph can be evaluated and differentiated any number of times.
 """
 
-import re
 from collections import namedtuple
 
-_WHITESPACE = re.compile(r'\s+')
+
+def _fold(text):
+    """White space runs as one space (re.sub(r'\\s+', ' ', text)), in C:
+    str.split() splits on exactly the characters that \\s matches, several
+    times faster than the regular expression."""
+    folded = ' '.join(text.split())
+    if not folded:
+        return ' ' if text else ''
+    if text[0].isspace():
+        folded = ' ' + folded
+    if text[-1].isspace():
+        folded += ' '
+    return folded
 
 
 # (collections.namedtuple rather than typing.NamedTuple: importing typing
@@ -49,11 +60,19 @@ class Graph(namedtuple('Graph', 'nodes output inputs defaults source branches no
             return node.name or ''
         start, end = node.span
         if limit is not None and end - start > 4 * limit:
-            # Deep expressions have quadratic total text: read only the ends.
-            head = _WHITESPACE.sub(' ', self.source[start:start + 2 * limit])
-            tail = _WHITESPACE.sub(' ', self.source[end - 2 * limit:end])
-            return head[:limit // 2] + '…' + tail[-(limit - limit // 2 - 1):]
-        text = _WHITESPACE.sub(' ', self.source[start:end]).strip()
+            # Deep expressions have quadratic total text: read only the ends,
+            # as much as 2 * limit characters of each where white space folds
+            # them shorter than what is shown, else a few more than is shown
+            # (folding a prefix gives a prefix of the folded whole).
+            half, rest, most = limit // 2, limit - limit // 2 - 1, 2 * limit
+            head = _fold(self.source[start:start + min(half + 16, most)])
+            if len(head) < half:
+                head = _fold(self.source[start:start + most])
+            tail = _fold(self.source[end - min(rest + 16, most):end])
+            if len(tail) < rest or not rest:
+                tail = _fold(self.source[end - most:end])
+            return head[:half] + '…' + tail[-rest:]
+        text = ' '.join(self.source[start:end].split())
         if limit is not None and len(text) > limit:
             return text[:limit // 2] + '…' + text[-(limit - limit // 2 - 1):]
         return text
