@@ -38,6 +38,8 @@ def test_text_is_the_regex_fold_of_the_span():
         for i in range(len(nodes)):
             for limit in (None, 1, 2, 3, 5, 8, 11, 20, 40, 120):
                 assert graph.text(i, limit) == reference(graph, i, limit), (source, nodes[i], limit)
+        for limit in (None, 3, 120):
+            assert graph.texts(limit) == [graph.text(i, limit) for i in range(len(nodes))]
 
 
 def test_a_node_without_a_span_shows_its_name():

@@ -73,7 +73,8 @@ def node_records(graph, values, grads=None, text_limit=120):
     from ..core.passes import executed, receives_gradient
     shown = receives_gradient(graph) if grads is not None else None
     ran = executed(graph, values)
-    return [NodeRecord(i, node.op, node.name, list(node.args), graph.text(i, text_limit),
+    texts = graph.texts(text_limit)
+    return [NodeRecord(i, node.op, node.name, list(node.args), texts[i],
                        node.block, values[i],
                        grads[i] if grads is not None and shown[i] else None)
             for i, node in enumerate(graph.nodes) if ran[i]]

@@ -55,27 +55,13 @@ class Graph(namedtuple('Graph', 'nodes output inputs defaults source branches no
 
     def text(self, node_id, limit=None):
         """The source text a node computes, white space folded; elided past `limit`."""
-        node = self.nodes[node_id]
-        if node.span is None:
-            return node.name or ''
-        start, end = node.span
-        if limit is not None and end - start > 4 * limit:
-            # Deep expressions have quadratic total text: read only the ends,
-            # as much as 2 * limit characters of each where white space folds
-            # them shorter than what is shown, else a few more than is shown
-            # (folding a prefix gives a prefix of the folded whole).
-            half, rest, most = limit // 2, limit - limit // 2 - 1, 2 * limit
-            head = _fold(self.source[start:start + min(half + 16, most)])
-            if len(head) < half:
-                head = _fold(self.source[start:start + most])
-            tail = _fold(self.source[end - min(rest + 16, most):end])
-            if len(tail) < rest or not rest:
-                tail = _fold(self.source[end - most:end])
-            return head[:half] + '…' + tail[-rest:]
-        text = ' '.join(self.source[start:end].split())
-        if limit is not None and len(text) > limit:
-            return text[:limit // 2] + '…' + text[-(limit - limit // 2 - 1):]
-        return text
+        return _text(self.source, self.nodes[node_id], limit, {}, {})
+
+    def texts(self, limit=None):
+        """text(i, limit) of every node, in one pass: nodes of a deep
+        expression share the ends of their spans, folded once here."""
+        source, heads, tails = self.source, {}, {}
+        return [_text(source, node, limit, heads, tails) for node in self.nodes]
 
     def label(self, node_id):
         """What a node is: its name, its constant, or its op."""
@@ -83,3 +69,34 @@ class Graph(namedtuple('Graph', 'nodes output inputs defaults source branches no
         if node.op in ('input', 'const'):
             return node.name or repr(node.value)
         return node.op
+
+
+def _text(source, node, limit, heads, tails):
+    """Graph.text, with the folded ends of long spans kept in `heads` and
+    `tails` (by position) for the nodes that share them."""
+    if node.span is None:
+        return node.name or ''
+    start, end = node.span
+    if limit is not None and end - start > 4 * limit:
+        # Deep expressions have quadratic total text: read only the ends,
+        # as much as 2 * limit characters of each where white space folds
+        # them shorter than what is shown, else a few more than is shown
+        # (folding a prefix gives a prefix of the folded whole).
+        half, rest, most = limit // 2, limit - limit // 2 - 1, 2 * limit
+        head = heads.get(start)
+        if head is None:
+            head = _fold(source[start:start + min(half + 16, most)])
+            if len(head) < half:
+                head = _fold(source[start:start + most])
+            head = heads[start] = head[:half]
+        tail = tails.get(end)
+        if tail is None:
+            tail = _fold(source[end - min(rest + 16, most):end])
+            if len(tail) < rest or not rest:
+                tail = _fold(source[end - most:end])
+            tail = tails[end] = tail[-rest:]
+        return head + '…' + tail
+    text = ' '.join(source[start:end].split())
+    if limit is not None and len(text) > limit:
+        return text[:limit // 2] + '…' + text[-(limit - limit // 2 - 1):]
+    return text

@@ -201,7 +201,13 @@ def receives_gradient(graph):
     nodes = graph.nodes
     varies = [False] * len(nodes)
     for i, node in enumerate(nodes):
-        varies[i] = node.op == 'input' or any(varies[a] for a in node.args)
+        args = node.args
+        if len(args) == 1:     # unrolled by arity: any() costs a generator per node
+            varies[i] = varies[args[0]]
+        elif len(args) == 2:
+            varies[i] = varies[args[0]] or varies[args[1]]
+        else:
+            varies[i] = node.op == 'input' or any(varies[a] for a in args)
     reached = [False] * len(nodes)
     reached[graph.output] = True
     for i in range(graph.output, -1, -1):
