@@ -64,6 +64,11 @@ def build(grammar):
                                                         -len(t.pattern.value), t.name))
     if any(t.pattern.flags for t in terminals):
         raise ValueError('terminal flags are not supported by parse.py')
+    for t in terminals:
+        if re.compile(t.pattern.to_regexp()).groups:
+            # parse.py splits the text with findall over all terminals,
+            # which returns groups instead of pieces where there are any.
+            raise ValueError(f'the terminal {t.name} has a capturing group; write (?:...)')
     strings = {t.name: t.pattern.value for t in terminals if t.pattern.type == 'str'}
     # A string that a regular terminal also matches (the keyword `input` is a
     # NAME too) is lexed as the regular terminal, and parse.py makes it the

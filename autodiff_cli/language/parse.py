@@ -16,7 +16,6 @@ import json
 import os
 import re
 import zlib
-from bisect import bisect_right
 from itertools import accumulate, chain, compress, repeat
 from operator import is_
 
@@ -97,10 +96,8 @@ class _Parser:
         ignore = list(table['ignore'])
         patterns = dict(table['terminals'])
         order = ignore + [name for name, _ in table['terminals'] if name not in ignore]
-        for name in order:
-            if re.compile(patterns[name]).groups:
-                raise TableError(f'the terminal {name} has a capturing group, which the lexer '
-                                 'cannot split on; write (?:...)')
+        # (grammar_table.build refuses a terminal with a capturing group,
+        # which would make findall return groups instead of pieces.)
         self.pieces = re.compile('|'.join(f'(?:{patterns[name]})' for name in order) + r'|[\s\S]')
         self.classifier = re.compile('|'.join(f'(?P<{name}>{patterns[name]})' for name in order))
         self.ignored = frozenset(ignore)
@@ -149,8 +146,10 @@ class _Parser:
             texts = findall(text, pos, endpos)
             ends = list(accumulate(map(len, texts), initial=pos))
             if endpos < length:
-                count = bisect_right(ends, endpos - _MARGIN) - 1
-                if count <= 0:   # one piece as long as a chunk: read more at once
+                count, limit = len(texts), endpos - _MARGIN
+                while count and ends[count] > limit:
+                    count -= 1
+                if not count:   # one piece as long as a chunk: read more at once
                     size *= 2
                     continue
                 del texts[count:], ends[count + 1:]
