@@ -17,7 +17,7 @@ import os
 import re
 import zlib
 from itertools import accumulate, chain, compress, repeat
-from operator import is_
+from operator import attrgetter, is_
 
 from ..errors import AdgradError, TableError
 
@@ -75,6 +75,7 @@ UNEXPECTED = '<unexpected>'  # a character that starts no terminal
 # with the next chunk, as its terminal may look past its own end (a NUMBER
 # reads on to an exponent: `1e` then `+5`).
 _CHUNK = 1 << 16
+_GROUP = attrgetter('lastgroup')
 _MARGIN = 64
 
 
@@ -99,11 +100,14 @@ class _Parser:
         # (grammar_table.build refuses a terminal with a capturing group,
         # which would make findall return groups instead of pieces.)
         self.pieces = re.compile('|'.join(f'(?:{patterns[name]})' for name in order) + r'|[\s\S]')
-        self.classifier = re.compile('|'.join(f'(?P<{name}>{patterns[name]})' for name in order))
-        self.ignored = frozenset(ignore)
-        self.literal = {}
-        for text in self.strings.values():
-            self.literal[text] = self.classify(text)
+        # (Any other piece is one character that starts no terminal.)
+        self.classifier = re.compile('|'.join(f'(?P<{name}>{patterns[name]})' for name in order)
+                                     + r'|(?P<unexpected>[\s\S]*)')
+        self.group_kinds = {name: IGNORED if name in ignore else name for name in order}
+        self.group_kinds['unexpected'] = UNEXPECTED
+        # Every keyword is here, so a text not here is never one.
+        words = [word for regular in self.keywords.values() for word in regular]
+        self.literal = {text: self.classify(text) for text in [*self.strings.values(), *words]}
         self.keep = {IGNORED: False}
         # Per rule: (origin, size, mode, callback name). A `?rule` with one
         # child passes it on; `_rules`, anonymous lists and the program itself
@@ -124,12 +128,7 @@ class _Parser:
     def classify(self, text):
         """The kind of a piece of text: its terminal, IGNORED or UNEXPECTED,
         or (terminal, keyword) for a word that is both (`input` is a NAME)."""
-        match = self.classifier.fullmatch(text)
-        if match is None:
-            return UNEXPECTED
-        kind = match.lastgroup
-        if kind in self.ignored:
-            return IGNORED
+        kind = self.group_kinds[self.classifier.fullmatch(text).lastgroup]
         keyword = self.keywords.get(kind, {}).get(text)
         return kind if keyword is None else (kind, keyword)
 
@@ -138,7 +137,8 @@ class _Parser:
         chunk, then of ('$END', ...): the parser loops over each, with no
         generator to resume per token."""
         known = dict(self.literal)
-        keep, classify, findall = self.keep, self.classify, self.pieces.findall
+        keep, findall, fullmatch = self.keep, self.pieces.findall, self.classifier.fullmatch
+        group_kind = self.group_kinds.__getitem__
         pos, size, length = 0, _CHUNK, len(text)
         depth = 0   # of parentheses: a new line inside them is white space
         while pos < length:
@@ -154,9 +154,9 @@ class _Parser:
                     continue
                 del texts[count:], ends[count + 1:]
             kinds = list(map(known.get, texts))
-            if None in kinds:   # texts not seen before: classify each once
+            if None in kinds:   # texts not seen before (no keyword): classify each once
                 new = set(compress(texts, map(is_, kinds, repeat(None))))
-                known.update(zip(new, map(classify, new)))
+                known.update(zip(new, map(group_kind, map(_GROUP, map(fullmatch, new)))))
                 kinds = list(map(known.get, texts))
                 for piece in new:
                     if len(piece) > 64:   # a comment, say: do not keep it
