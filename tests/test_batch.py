@@ -223,3 +223,18 @@ def test_huge_json_integers_are_echoed(run_cli, tmp_path):
     path = write(tmp_path, 'p.jsonl', '{"id": 12345678901234567890123, "x": 1}\n')
     assert json.loads(run_cli('eval', 'x', '--points', path)[1]) == \
         {'id': 1.2345678901234568e22, 'x': 1, 'value': 1.0}
+
+
+def test_tanh_near_saturation_is_the_single_point_s_bit_for_bit():
+    """np.tanh is an ulp from C's at about a point in three, and tanh' turns
+    that ulp into 1e-7 relative near saturation (found by the fuzzer)."""
+    np = pytest.importorskip('numpy')
+    from autodiff_cli import backward, forward, lower
+    from autodiff_cli.core.batch import run_batch
+    graph = lower('tanh(x*10)')
+    xs = np.linspace(-3, 3, 2001)
+    value, gradient, _ = run_batch(graph, {'x': xs}, len(xs), ['x'])
+    for k, x in enumerate(xs.tolist()):
+        values = forward(graph, {'x': x})
+        assert value[k] == values[graph.output]
+        assert gradient['x'][k] == backward(graph, values)[graph.inputs['x']], x

@@ -120,8 +120,17 @@ def softplus(x):
 
 # NumPy has no erf and SciPy is not a dependency: C's erf (math.erf) per
 # element. A Python call per row, but exactly the scalar path's results.
+_tanh = np.frompyfunc(math.tanh, 1, 1)
 _erf = np.frompyfunc(math.erf, 1, 1)
 _erfc = np.frompyfunc(math.erfc, 1, 1)
+
+
+def tanh(x):
+    """C's tanh, element by element: np.tanh is an ulp away from it at about
+    one point in three, and near saturation tanh' = (1 - y)(1 + y) turns that
+    ulp into a relative difference of 1e-7, so a batch row would not equal its
+    single point. A Python step per element (~0.1 µs), as for erf."""
+    return np.asarray(_tanh(x), dtype=np.float64)
 
 
 def erf(x):
