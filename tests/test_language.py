@@ -225,3 +225,13 @@ def test_nodes_show_the_graph_that_ran(run_cli):
     assert code == 0 and err == ''
     ops = [n['op'] for n in json.loads(out)['nodes']]
     assert 'log' in ops and 'sqrt' not in ops
+
+
+def test_a_batch_straddling_both_branches_warns_of_nothing(run_cli, tmp_path):
+    points = tmp_path / 'p.csv'
+    points.write_text('x\n4\n-1\n0\n-0.0\n1e-300\n')
+    code, out, err = run_cli('grad', 'if(x > 0, sqrt(x), 2*x)', '--points', str(points),
+                             '--strict')
+    assert (code, err) == (0, '')
+    rows = [line.split(',') for line in out.splitlines()[1:]]
+    assert [float(r[2]) for r in rows] == [0.25, 2.0, 2.0, 2.0, 0.5 / math.sqrt(1e-300)]
