@@ -29,6 +29,8 @@ MAX_NODES = 2_000_000
 
 KEYWORDS = frozenset({'if', 'and', 'or', 'not', 'input', 'grad'})
 ALIASES = {'ln': 'log', 'detach': 'stop_gradient'}
+# Names check_name() has something to say about, besides blocks.
+_RESERVED = frozenset(KEYWORDS | set(FUNCTIONS) | set(ALIASES) | set(CONSTANTS))
 _COMPARISONS = {'<': 'lt', '<=': 'le', '>': 'gt', '>=': 'ge', '==': 'eq', '!=': 'ne'}
 _UPDATES = {'+=': 'add', '-=': 'sub', '*=': 'mul', '/=': 'div', '^=': 'pow'}
 _NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_]*')
@@ -199,9 +201,10 @@ class Lowering:
         self.statement_ends()
 
     def binding(self, children):
-        name, _, value = children
-        self.statement_begins()
-        start, end, node_id = value
+        name, _, (start, end, node_id) = children
+        if self.last_bare is not None:
+            self.statement_begins()   # raises
+        self.statements += 1
         self.bind(name, node_id, (start, end))
 
     def update(self, children):
@@ -218,7 +221,8 @@ class Lowering:
 
     def bind(self, token, node_id, span):
         _, start, _, name = token
-        self.check_name(name, start, 'binding')
+        if name in _RESERVED or name in self.blocks:
+            self.check_name(name, start, 'binding')
         if name in self.input_ids and name not in self.declared:
             use = self.nodes[self.input_ids[name]].span[0]
             raise self.error(f"'{_clip(name)}' is used before its definition", use)
@@ -234,7 +238,7 @@ class Lowering:
             self.nodes[node_id] = _new_node(Node, (op, args, shown, value, own_span, block))
         self.names[name] = node_id
         self.output = node_id
-        self.statement_ends()
+        self.mark = len(self.nodes)   # the statement ends
 
     def check_name(self, name, pos, what):
         if name in KEYWORDS:

@@ -17,7 +17,7 @@ import os
 import re
 import zlib
 from itertools import accumulate, chain, compress, repeat
-from operator import attrgetter, is_
+from operator import and_, attrgetter, eq, gt, is_
 
 from ..errors import AdgradError, TableError
 
@@ -76,6 +76,7 @@ UNEXPECTED = '<unexpected>'  # a character that starts no terminal
 # reads on to an exponent: `1e` then `+5`).
 _CHUNK = 1 << 16
 _GROUP = attrgetter('lastgroup')
+_DEPTH = {'LPAR': 1, 'RPAR': -1}   # of parentheses: a new line inside them is white space
 _MARGIN = 64
 
 
@@ -140,7 +141,7 @@ class _Parser:
         keep, findall, fullmatch = self.keep, self.pieces.findall, self.classifier.fullmatch
         group_kind = self.group_kinds.__getitem__
         pos, size, length = 0, _CHUNK, len(text)
-        depth = 0   # of parentheses: a new line inside them is white space
+        depth = 0
         while pos < length:
             endpos = min(length, pos + size)
             texts = findall(text, pos, endpos)
@@ -161,38 +162,42 @@ class _Parser:
                 for piece in new:
                     if len(piece) > 64:   # a comment, say: do not keep it
                         del known[piece]
-            if '_NEWLINE' in kinds:
-                i = done = 0
-                while True:
-                    try:
-                        i = kinds.index('_NEWLINE', i)
-                    except ValueError:
-                        break
-                    read = kinds[done:i]
-                    depth += read.count('LPAR') - read.count('RPAR')
-                    if depth > 0:
-                        kinds[i] = IGNORED
-                    done = i = i + 1
-                read = kinds[done:]
-            else:
-                read = kinds
-            depth += read.count('LPAR') - read.count('RPAR')
-            yield compress(zip(kinds, ends, ends[1:], texts), map(keep.get, kinds, repeat(True)))
+            kept = map(keep.get, kinds, repeat(True))
+            if '_NEWLINE' not in kinds:
+                depth += kinds.count('LPAR') - kinds.count('RPAR')
+            elif depth or 'LPAR' in kinds:
+                # The depth before each piece; a new line kept only at 0. (An
+                # unmatched ')' drives it below 0 where the parser stops anyway.)
+                depths = list(accumulate(map(_DEPTH.get, kinds, repeat(0)), initial=depth))
+                inside = map(and_, map(eq, kinds, repeat('_NEWLINE')), map(gt, depths, repeat(0)))
+                kept = map(gt, kept, inside)   # kept and not inside
+                depth = depths[-1]
+            else:   # new lines, all outside parentheses
+                depth = -kinds.count('RPAR')
+            yield compress(zip(kinds, ends, ends[1:], texts), kept)
             pos, size = ends[-1], _CHUNK
         yield [('$END', length, length, '')]
 
     def goto(self, below, origin, kind):
         """The state after a reduction to `origin` over state `below`, and
-        after every `?rule` reduction that `kind` then causes in a row: an
-        operand climbing the precedence ladder reduces once per rung, each
-        replacing only the top state, so the driver jumps to where the
-        climb ends (remembered per rule origin, state below and lookahead)."""
-        top = self.states[below][origin]
+        after every one-child `?rule` or structural reduction that `kind`
+        then causes in a row: an operand climbing the precedence ladder
+        reduces once per rung, and a statement or a separator becomes a list
+        of them, each replacing only the top state, so the driver jumps to
+        where the climb ends (remembered per rule origin, state below and
+        lookahead). ~state if a structural reduction on the way dropped the
+        top value (it becomes None)."""
+        top, dropped = self.states[below][origin], False
         while True:
             action = self.states[top].get(kind)
-            if action is None or action >= 0 or self.rules[~action][2] != PASS:
-                return top
-            top = self.states[below][self.rules[~action][0]]
+            if action is None or action >= 0:
+                break
+            origin, size, mode, _ = self.rules[~action]
+            if size != 1 or mode == CALL:
+                break
+            dropped = dropped or mode == DISCARD
+            top = self.states[below][origin]
+        return ~top if dropped else top
 
     def expected(self, actions, kind, reduced):
         """The terminals a syntax error names, as Lark's parser names them."""
@@ -265,6 +270,9 @@ class _Parser:
                 top = climbs.get(kind)
                 if top is None:
                     top = climbs[kind] = goto(below, origin, kind)
+                if top < 0:
+                    top = ~top
+                    value_stack[-1] = None
                 state_stack.append(top)
                 actions = states[top]
                 reduced = True
