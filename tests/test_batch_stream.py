@@ -308,3 +308,17 @@ def test_arrow_reads_every_cell_as_float_does(arrow_always):
         assert (fast.code, fast.out, fast.err) == (slow.code, slow.out, slow.err)
         assert (fast.code, fast.out, fast.err) == (csv_module.code, csv_module.out, csv_module.err)
     check()
+
+
+def test_parquet_output_without_pyarrow_is_refused_with_a_hint(tmp_path, monkeypatch):
+    import importlib.util
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, 'find_spec',
+                        lambda name, *a: None if name == 'pyarrow' else real(name, *a))
+    points = tmp_path / 't.csv'
+    points.write_text('x,y\n1,2\n')
+    from tests.helpers import run_main
+    code, out, err = run_main(['grad', 'x*y', '--points', str(points), '-o',
+                               str(tmp_path / 'o.parquet')])
+    assert (code, out) == (2, '') and "pip install 'adgrad[parquet]'" in err
+    assert not (tmp_path / 'o.parquet').exists()

@@ -68,6 +68,10 @@ def output_format(args, output, kind):
     if _EXTENSIONS.get(ext) == 'parquet':
         if args.format_given:
             raise UsageError(f'{output} is written as Parquet, by its ending: drop --format')
+        import importlib.util
+        if importlib.util.find_spec('pyarrow') is None:   # refused before any row is read
+            raise UsageError(f"{output}: writing Parquet needs pyarrow: pip install "
+                             "'adgrad[parquet]'")
         return 'parquet'
     if args.format_given:
         return args.format
