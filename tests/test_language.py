@@ -235,3 +235,9 @@ def test_a_batch_straddling_both_branches_warns_of_nothing(run_cli, tmp_path):
     assert (code, err) == (0, '')
     rows = [line.split(',') for line in out.splitlines()[1:]]
     assert [float(r[2]) for r in rows] == [0.25, 2.0, 2.0, 2.0, 0.5 / math.sqrt(1e-300)]
+
+
+def test_an_if_node_shows_its_whole_text():
+    graph = lower('x + if(x > 0, 1, 2)*3')
+    texts = {n.op: graph.text(i) for i, n in enumerate(graph.nodes)}
+    assert texts['if'] == 'if(x > 0, 1, 2)' and texts['mul'] == 'if(x > 0, 1, 2)*3'

@@ -430,11 +430,11 @@ class Lowering:
         self.marks.pop()
         stop = len(self.target)
         c, a, b = condition[2], then[2], otherwise[2]
-        node_id = self.emit('if', (c, a, b), (start, stop))
+        node_id = self.emit('if', (c, a, b), (start, end))
         branches = self.branches if self.body is None else self.body.branches
         here = node_id if node_id >= 0 else ~node_id
         branches.append(Branch(here, c, then_start, else_start, stop))
-        return (start, stop, node_id)
+        return (start, end, node_id)
 
     # ---- calls ----
 
