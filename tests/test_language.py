@@ -241,3 +241,12 @@ def test_an_if_node_shows_its_whole_text():
     graph = lower('x + if(x > 0, 1, 2)*3')
     texts = {n.op: graph.text(i) for i, n in enumerate(graph.nodes)}
     assert texts['if'] == 'if(x > 0, 1, 2)' and texts['mul'] == 'if(x > 0, 1, 2)*3'
+
+
+def test_a_declared_derivative_s_body_shows_no_gradient():
+    """Pictures and --nodes: the body runs forward, but the gradient goes round it."""
+    from autodiff_cli.core.passes import receives_gradient
+    graph = lower('f(x) = sin(2*x); grad f(x) = 2*cos(2*x); f(t)*3 + (t > 0)')
+    shown = receives_gradient(graph)
+    ops = {graph.nodes[i].op for i, s in enumerate(shown) if s}
+    assert ops == {'input', 'custom', 'mul', 'add', 'gt'}

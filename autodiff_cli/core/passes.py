@@ -212,9 +212,27 @@ def receives_gradient(graph):
     reached[graph.output] = True
     for i in range(graph.output, -1, -1):
         if reached[i]:
-            for a in nodes[i].args:
+            for a in _gradient_args(nodes[i]):
                 reached[a] = True
     return [v and r for v, r in zip(varies, reached)]
+
+
+# The arguments a gradient can reach through, for ops whose rule answers
+# None for some: no comparison's, not an `if`'s condition, and of a block
+# with a declared derivative only its arguments, not its body or partials.
+_NO_GRADIENT = frozenset(('lt', 'le', 'gt', 'ge', 'eq', 'ne', 'and', 'or', 'not',
+                          'stop_gradient'))
+
+
+def _gradient_args(node):
+    op, args = node.op, node.args
+    if op in _NO_GRADIENT:
+        return ()
+    if op == 'if':
+        return args[1:]
+    if op == 'custom':
+        return args[len(args) // 2 + 1:]
+    return args
 
 
 def first_nonfinite(values):

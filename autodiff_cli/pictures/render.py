@@ -183,6 +183,9 @@ def scene(graph, values=None, grads=None):
         else:
             row = PRIMITIVES[node.op]
             kind, title = 'op', row.symbol or node.op
+            if node.op == 'custom':   # a block whose derivative the program declared
+                block = (node.block or '').rpartition('/')[2].partition('#')[0]
+                title = f'{block}: derivative given ✎'
             expr = graph.text(i, TEXT_LIMIT)
             if node.name is not None:
                 expr = f'{node.name} = {expr}'
