@@ -49,6 +49,9 @@ class Command(Choice):
     EVAL = 'eval', 'evaluate', 'print the value of an expression'
     GRAD = 'grad', 'evaluate', 'print the value and the gradient by reverse mode'
     RENDER = 'render', 'render_command', 'draw the computational graph with its values and gradients'
+    DIFF = 'diff', 'diff', 'print the derivative as a formula, or as NumPy, C or LaTeX'
+    HESSIAN = 'hessian', 'hessian', 'print the matrix of second derivatives'
+    CHECK = 'check', 'check', 'compare reverse mode with finite differences'
     COMPLETION = 'completion', 'completion', 'print a shell completion script'
 
     def load(self):

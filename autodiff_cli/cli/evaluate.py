@@ -53,6 +53,9 @@ def add_arguments(parser, command):
     if command is Command.GRAD:
         parser.add_argument('--wrt', metavar='X,Y',
                             help='list only these variables, comma-separated')
+        parser.add_argument('--mode', choices=('reverse', 'forward'), default='reverse',
+                            help='reverse (one backward pass for every variable) or forward '
+                                 '(one tangent pass per variable; --nodes shows each pass)')
         parser.add_argument('--explain', action='store_true',
                             help='then diagnose the gradients: where each shrinks or grows '
                                  'most, what blocks them, the first non-finite one')
@@ -73,11 +76,16 @@ def run(args, env):
     graph, bindings = load(args, env)
     names = gradient_names(graph, args)
     if args.points is not None or args.output is not None or args.engine != 'numpy':
+        if getattr(args, 'mode', 'reverse') == 'forward':
+            raise UsageError('--mode forward shows one point: leave out --points')
         if getattr(args, 'explain', False):
             raise UsageError('--explain diagnoses one point: leave out --points and -o')
         from .batch import run_points
         return run_points(args, graph, bindings, names, env.stdout, env.warn, env.stdin)
     inputs = input_values(graph, bindings, env.warn)
+    if getattr(args, 'mode', 'reverse') == 'forward':
+        from .forward_mode import run_forward
+        return run_forward(args, graph, inputs, names, env)
     result = compute(graph, inputs, names, args, env)
     write(result, args.format, env)
     if getattr(args, 'explain', False):

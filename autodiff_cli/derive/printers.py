@@ -28,6 +28,7 @@ from .record import Ref
 
 ATOM = 5
 COMPARE = 0.5
+OR, AND, NOT = 0.1, 0.2, 0.3
 INLINE = 80          # characters: a longer subexpression is bound to a name
 _SLOT = re.compile(r'\$(\d)')
 
@@ -55,6 +56,9 @@ _ARITHMETIC = {
     'eq': _t('$0 == $1', COMPARE, 1, 1), 'lt': _t('$0 < $1', COMPARE, 1, 1),
     'ge': _t('$0 >= $1', COMPARE, 1, 1),
     'le': _t('$0 <= $1', COMPARE, 1, 1), 'gt': _t('$0 > $1', COMPARE, 1, 1),
+    'ne': _t('$0 != $1', COMPARE, 1, 1),
+    'and': _t('$0 and $1', AND, AND, NOT), 'or': _t('$0 or $1', OR, OR, AND),
+    'not': _t('not $0', NOT, NOT),
 }
 
 
@@ -68,7 +72,7 @@ def _functions():
 ADGRAD = {**_ARITHMETIC,
           **{name: _call(name, arity) for name, arity in _functions().items()},
           'pow': _t('$0^$1', 4, ATOM, 3), 'where': _t('if($0, $1, $2)', ATOM, 0, 0, 0),
-          'and': _t('$0 and $1', 0.3, 0.3, COMPARE)}
+          'if': _t('if($0, $1, $2)', ATOM, 0, 0, 0)}
 
 # ---- NumPy: IEEE results under np.errstate. An op takes the array form its
 # table row names: NumPy's function, a helper written out here where that is
@@ -83,6 +87,12 @@ NUMPY_HELPERS = {
     'eq': 'def _eq(a, b):\n    return np.equal(a, b).astype(np.float64)',
     'lt': 'def _lt(a, b):\n    return np.less(a, b).astype(np.float64)',
     'ge': 'def _ge(a, b):\n    return np.greater_equal(a, b).astype(np.float64)',
+    'le': 'def _le(a, b):\n    return np.less_equal(a, b).astype(np.float64)',
+    'gt': 'def _gt(a, b):\n    return np.greater(a, b).astype(np.float64)',
+    'ne': 'def _ne(a, b):\n    return np.not_equal(a, b).astype(np.float64)',
+    'and': 'def _and(a, b):\n    return np.logical_and(a != 0, b != 0).astype(np.float64)',
+    'or': 'def _or(a, b):\n    return np.logical_or(a != 0, b != 0).astype(np.float64)',
+    'not': 'def _not(a):\n    return np.equal(a, 0).astype(np.float64)',
 }
 
 
@@ -90,9 +100,10 @@ def numpy_table():
     from ..core import arrays
     import numpy as np
     table = {**_ARITHMETIC, 'pow': _t('$0**$1', 4, ATOM, 3),
-             'where': _t('np.where($0, $1, $2)', ATOM, 0, 0, 0)}
+             'where': _t('np.where($0, $1, $2)', ATOM, 0, 0, 0),
+             'if': _t('np.where($0, $1, $2)', ATOM, 0, 0, 0)}
     for name, row in PRIMITIVES.items():
-        if name in table and name not in NUMPY_HELPERS:
+        if name in table and name not in NUMPY_HELPERS or row.arity < 0:
             continue
         if name in NUMPY_HELPERS:
             table[name] = _call('_' + name, row.arity)
@@ -100,7 +111,6 @@ def numpy_table():
             table[name] = _call('_arrays.' + row.array, row.arity)
         elif hasattr(np, row.array):
             table[name] = _call('np.' + row.array, row.arity)
-    del table['le'], table['gt']      # comparisons stay numbers: the helpers' 0.0 and 1.0
     return table
 
 
@@ -151,7 +161,9 @@ C = {**_ARITHMETIC, 'abs': _t('fabs($0)', ATOM, 0),
      **{name: _call(name, arity) for name, arity in _functions().items() if name in _C_MATH},
      **{name: _call('ad_' + name, PRIMITIVES[name].arity) for name in C_HELPERS},
      'pow': _t('pow($0, $1)', ATOM, 0, 0), 'where': _t('($0 ? $1 : $2)', ATOM, 0, 0, 0),
-     'and': _t('$0 && $1', 0.3, 0.3, COMPARE)}
+     'if': _t('($0 ? $1 : $2)', ATOM, 0, 0, 0), 'stop_gradient': _t('$0', ATOM, ATOM),
+     'and': _t('$0 && $1', AND, AND, NOT), 'or': _t('$0 || $1', OR, OR, AND),
+     'not': _t('!$0', 3, 3)}
 
 # ---- LaTeX: \operatorname{name} for what has no sign of its own ----
 
@@ -179,13 +191,16 @@ LATEX = {
     'ceil': _t(r'\left\lceil $0 \right\rceil', ATOM, 0),
     'eq': _t('$0 = $1', COMPARE, 1, 1), 'lt': _t('$0 < $1', COMPARE, 1, 1),
     'ge': _t(r'$0 \geq $1', COMPARE, 1, 1), 'le': _t(r'$0 \leq $1', COMPARE, 1, 1),
-    'gt': _t('$0 > $1', COMPARE, 1, 1), 'and': _t(r'$0 \land $1', 0.3, 0.3, COMPARE),
+    'gt': _t('$0 > $1', COMPARE, 1, 1), 'ne': _t(r'$0 \neq $1', COMPARE, 1, 1),
+    'and': _t(r'$0 \land $1', AND, AND, NOT), 'or': _t(r'$0 \lor $1', OR, OR, AND),
+    'not': _t(r'\lnot $0', NOT, NOT),
     'where': _t(r'\begin{cases} $1 & \text{if } $0 \\ $2 & \text{otherwise} \end{cases}',
                 ATOM, 0, 0, 0),
 }
+LATEX['if'] = LATEX['where']
 
-_COMPARISONS = ('eq', 'lt', 'ge', 'and')
-_MIRRORED = {'ge': 'le', 'lt': 'gt'}
+_COMPARISONS = ('eq', 'ne', 'lt', 'le', 'gt', 'ge', 'and', 'or', 'not')
+_MIRRORED = {'ge': 'le', 'lt': 'gt', 'le': 'ge', 'gt': 'lt'}
 
 
 def _fill(template, texts):
@@ -300,6 +315,8 @@ class Names:
         self.taken, self.reserved, self.counter = set(), reserved, 0
 
     def claim(self, wanted):
+        if self.reserved(wanted):
+            wanted = 'v_' + wanted.lstrip('_')   # a suffix cannot make _X or NAN safe
         name, n = wanted, 1
         while name in self.taken or self.reserved(name):
             n += 1
@@ -355,8 +372,11 @@ def lay_out(derivative, table, number, variable=lambda n: n, reserved=lambda n: 
             texts[i] = number(node.value)
             continue
         op = node.op
-        if op == 'mul' and all(nodes[a].op in _COMPARISONS for a in node.args) and 'and' in table:
-            op = 'and'
+        if op == 'custom':                 # a declared derivative's value is its body's
+            texts[i] = texts[node.args[0]]
+            continue
+        if op == 'mul' and all(nodes[a].op in _COMPARISONS for a in node.args):
+            op = 'and'                      # (a == 0)*(b >= 0) reads as a == 0 and b >= 0
         arguments = [texts[a] for a in node.args]
         if op in _MIRRORED and op in table and nodes[node.args[0]].op == 'const' \
                 and nodes[node.args[1]].op != 'const' and _MIRRORED[op] in table:
@@ -460,7 +480,7 @@ def numpy_text(derivative):
     return '\n'.join(lines) + '\n'
 
 
-def c_text(derivative):
+def c_text(derivative, function='f'):
     """C99: void f(double x, ..., double *value, double *grad)."""
     _check_printable(derivative, C, 'c')
     printed = lay_out(derivative, C, c_number, labels=_code_labels(derivative),
@@ -474,7 +494,7 @@ def c_text(derivative):
     order = ', '.join(f'grad[{i}] = d/d{label}'
                       for i, (label, _) in enumerate(derivative.results[1:]))
     lines += [f'/* The value, and the gradient: {order or "none"}. */',
-              f'void f({parameters}double *value, double *grad)', '{']
+              f'void {function}({parameters}double *value, double *grad)', '{']
     lines += [f'    const double {name} = {text};' for name, text in printed.bindings]
     for i, (label, name, text) in enumerate(printed.results):
         target = '*value' if i == 0 else f'grad[{i - 1}]'
@@ -501,6 +521,9 @@ def _code_labels(derivative):
 def _helpers_used(derivative, helpers):
     nodes = derivative.tape.nodes
     ops = {nodes[i].op for i in derivative.reachable()}
+    ops |= {_MIRRORED[op] for op in ops if op in _MIRRORED}   # 0 >= x prints as x <= 0
+    if ops & set(_COMPARISONS):
+        ops.add('and')                                         # a product of comparisons
     return [op for op in helpers if op in ops]
 
 

@@ -47,6 +47,16 @@ class Tape:
         self.replaying = False     # the program's own operands keep the order it wrote
         for name in PRIMITIVES:
             setattr(self, name, partial(self.apply, name))
+        self.branches = self._branches
+
+    def _branches(self, condition, g):
+        """What the two branches of an `if` receive: g, gated by the
+        condition, so that the untaken branch's part of a derivative is
+        never computed, let alone multiplied by an inf (simplify.py pushes
+        every later product inside the gate)."""
+        if not isinstance(condition, Ref):
+            return (g, None) if condition else (None, g)
+        return self.apply('if', condition, g, 0.0), self.apply('if', condition, 0.0, g)
 
     def coerce(self, value):       # forward() asks this of an input's value
         return value
@@ -76,7 +86,7 @@ class Tape:
                          for a in args)
         if not any(isinstance(a, Ref) for a in args):
             return float(PRIMITIVES[op].forward(*args))
-        if op == 'where' and not isinstance(args[0], Ref):
+        if op in ('where', 'if') and not isinstance(args[0], Ref):
             return args[1] if args[0] else args[2]
         if self.simplify:
             rule = SIMPLIFY.get(op)
@@ -168,14 +178,13 @@ def differentiate(graph, wrt=None, with_value=False, simplify=True, exact=False)
     return Derivative(tape, results, graph.source)
 
 
-def nth_derivative(graph, wrt, order, simplify=True, exact=False):
+def nth_derivative(graph, wrt, order, simplify=True, exact=False, with_value=False):
     """The order-th derivative of the output with respect to one variable:
     the recorded derivative graph differentiated again, order times, each
     time on the same tape so that sharing is kept. `exact` keeps only the
     identities that hold in IEEE arithmetic (for numbers, not for reading)."""
     tape = Tape(simplify, exact)
-    values = replay(graph, tape)
-    result = values[graph.output]
+    primal = result = replay(graph, tape)[graph.output]
     for _ in range(order):
         if not isinstance(result, Ref):
             result = 0.0
@@ -184,4 +193,5 @@ def nth_derivative(graph, wrt, order, simplify=True, exact=False):
         values = [n.value if n.op == 'const' else Ref(i) for i, n in enumerate(tape.nodes)]
         grads = backward(current, values, algebra=tape)
         result = grads[tape.inputs[wrt]]
-    return Derivative(tape, [(wrt, result)], graph.source)
+    value = [('value', primal)] if with_value else []
+    return Derivative(tape, value + [(wrt, result)], graph.source)

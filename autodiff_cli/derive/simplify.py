@@ -13,6 +13,24 @@ float64 numbers, inf and nan included, up to the sign of a zero: x*1, x+0,
 import math
 
 
+def _gated(tape, x):
+    """(condition, a, taken) when x is if(c, a, 0) (taken True) or
+    if(c, 0, a) (taken False): a derivative that exists on one side only."""
+    if tape.op(x) not in ('if', 'where'):
+        return None
+    c, a, b = tape.args(x)
+    if tape.value(b) == 0.0 and tape.value(a) != 0.0:
+        return c, a, True
+    if tape.value(a) == 0.0 and tape.value(b) != 0.0:
+        return c, b, False
+    return None
+
+
+def _gate(tape, gate, inner):
+    c, _, taken = gate
+    return tape.apply('if', c, inner, 0.0) if taken else tape.apply('if', c, 0.0, inner)
+
+
 def _is(tape, x, constant):
     value = tape.value(x)
     return value is not None and value == constant
@@ -27,6 +45,12 @@ def _negated(tape, x):
 
 
 def _add(tape, a, b):
+    ga, gb = _gated(tape, a), _gated(tape, b)
+    if ga is not None and gb is not None and ga[0] == gb[0]:
+        if ga[2] == gb[2]:       # both on one side: if(c, a + b, 0)
+            return _gate(tape, ga, tape.add(ga[1], gb[1]))
+        taken, untaken = (ga, gb) if ga[2] else (gb, ga)
+        return tape.apply('if', ga[0], taken[1], untaken[1])   # if(c, a, 0) + if(c, 0, b)
     if _is(tape, b, 0.0):
         return a
     if _is(tape, a, 0.0):
@@ -52,10 +76,17 @@ def _sub(tape, a, b):
     nb = _negated(tape, b)
     if nb is not None:
         return tape.add(a, nb)                 # a - -b -> a + b
+    vb = tape.value(b)
+    if vb is not None and vb < 0:
+        return tape.add(a, -vb)                # a - -2 -> a + 2, exact
     return None
 
 
 def _mul(tape, a, b):
+    for x, y in ((a, b), (b, a)):
+        gate = _gated(tape, x)
+        if gate is not None:     # if(c, g, 0)*y -> if(c, g*y, 0): y is never met untaken
+            return _gate(tape, gate, tape.mul(gate[1], y))
     va, vb = tape.value(a), tape.value(b)
     if tape.exact:
         return _mul_exact(tape, a, b, va, vb)
@@ -101,6 +132,9 @@ def _mul_exact(tape, a, b, va, vb):
 
 
 def _div(tape, a, b):
+    gate = _gated(tape, a)
+    if gate is not None:
+        return _gate(tape, gate, tape.div(gate[1], b))
     vb = tape.value(b)
     if vb == 1.0:
         return a
@@ -122,6 +156,9 @@ def _div(tape, a, b):
 
 
 def _neg(tape, a):
+    gate = _gated(tape, a)
+    if gate is not None:
+        return _gate(tape, gate, tape.neg(gate[1]))
     inner = _negated(tape, a)
     if inner is not None:
         return inner                           # --x -> x
@@ -146,7 +183,46 @@ def _pow(tape, a, b):
     return None
 
 
+_LOGIC = {'eq', 'ne', 'lt', 'le', 'gt', 'ge', 'and', 'or', 'not'}
+
+
+def _ne(tape, a, b):
+    if tape.value(b) == 0.0 and tape.op(a) in _LOGIC:
+        return a                               # (x > 0) != 0 is x > 0: both are 1 or 0
+    return None
+
+
+def _same_condition(tape, c, x, first):
+    """x's own choice when x is an if or where on the condition c."""
+    if tape.op(x) in ('if', 'where'):
+        condition = tape.args(x)[0]
+        if condition == c:
+            return tape.args(x)[1 if first else 2]
+        if tape.op(condition) in ('eq', 'not') and tape.args(condition)[0] == c \
+                and (tape.op(condition) == 'not' or tape.value(tape.args(condition)[1]) == 0.0):
+            return tape.args(x)[2 if first else 1]     # on (c == 0): the other way round
+    return x
+
+
+def _if(tape, c, a, b):
+    a2, b2 = _same_condition(tape, c, a, True), _same_condition(tape, c, b, False)
+    if a2 is not a or b2 is not b:
+        return tape.apply('if', c, a2, b2)    # if(c, if(c, x, y), z) -> if(c, x, z)
+    if a is b or (a == b and type(a) is type(b)
+                  and (tape.value(a) is None or math.copysign(1, a) == math.copysign(1, b))):
+        return a
+    return None
+
+
 def _where(tape, c, a, b):
+    a2, b2 = _same_condition(tape, c, a, True), _same_condition(tape, c, b, False)
+    if a2 is not a or b2 is not b:
+        return tape.apply('where', c, a2, b2)
+    for x, other, first in ((a, b, True), (b, a, False)):
+        gate = _gated(tape, x)
+        if gate is not None and tape.value(other) == 0.0:    # a relu inside a branch
+            inner = tape.where(c, gate[1], 0.0) if first else tape.where(c, 0.0, gate[1])
+            return _gate(tape, gate, inner)
     if a is b or (a == b and type(a) is type(b)
                   and (tape.value(a) is None or math.copysign(1, a) == math.copysign(1, b))):
         return a
@@ -154,4 +230,4 @@ def _where(tape, c, a, b):
 
 
 SIMPLIFY = {'add': _add, 'sub': _sub, 'mul': _mul, 'div': _div, 'neg': _neg, 'pos': _pos,
-            'pow': _pow, 'where': _where}
+            'pow': _pow, 'where': _where, 'if': _if, 'ne': _ne}

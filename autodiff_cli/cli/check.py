@@ -1,0 +1,102 @@
+"""`adgrad check`: reverse mode against finite differences, per variable (and
+per Hessian entry with --order 2). Exit 1 when any disagrees."""
+
+import argparse
+
+from ..errors import CheckFailed
+from .common import Exit, input_values, parse_bindings, read_program
+from .diff import variables
+from .evaluate import add_input
+from .hessian import point_inputs, read_points
+from .output import Format, json_number, number
+
+FORMATS = (Format.TABLE, Format.PLAIN, Format.JSON, Format.CSV, Format.TSV)
+COLUMNS = ('point', 'variable', 'ad', 'fd', 'abs_error', 'rel_error', 'verdict', 'reason')
+
+EXAMPLES = """examples:
+  adgrad check 'x^2*sin(x)' x=1.5
+  adgrad check -f samples/mlp.ad --order 2      # the Hessian too
+  adgrad check 'abs(x)' x=0                     # a kink: a warning, not a failure
+  adgrad check -f f.ad --points points.csv
+
+Each variable is moved by its own step h = 2^-10·max(1, |x|); the derivative
+is the central difference improved by Richardson extrapolation. A variable
+fails (exit 1) when reverse mode and the differences disagree beyond their
+error estimate; where differences cannot be trusted (a kink, the edge of a
+domain, a value that is not finite) it is a warning instead."""
+
+
+def add_arguments(parser, command):
+    parser.usage = 'adgrad check [options] (EXPR | -f FILE) [NAME=VALUE ...]'
+    parser.epilog = EXAMPLES
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    add_input(parser)
+    parser.add_argument('--wrt', metavar='X,Y', help='check only these variables')
+    parser.add_argument('--order', type=int, choices=(1, 2), default=1,
+                        help='2: also check every Hessian entry against differences of the gradient')
+    parser.add_argument('--points', metavar='FILE',
+                        help='check at every row of FILE (CSV, TSV or JSON Lines)')
+    parser.add_argument('--format', type=Format.parse, choices=FORMATS, default=None,
+                        help='table on a terminal, plain (tab-separated) otherwise; json, csv, tsv')
+    parser.add_argument('--json', dest='format', action='store_const', const=Format.JSON,
+                        help='same as --format json')
+
+
+def run(args, env):
+    from ..derive.check import check_gradient, check_hessian
+    from ..language.lower import lower
+
+    fmt = args.format or (Format.TABLE if env.stdout_isatty else Format.PLAIN)
+    source, words = read_program(args, env.stdin)
+    graph = lower(source)
+    bindings = parse_bindings(words)
+    names = variables(graph, args.wrt, 'check')
+    if args.points is None:
+        points = [input_values(graph, bindings, env.warn)]
+    else:
+        rows = read_points(args.points, env.stdin)
+        points = list(point_inputs(graph, bindings, rows, args.points))
+    results = []
+    for k, point in enumerate(points, 1):
+        rows = check_gradient(graph, point, names)
+        if args.order == 2:
+            rows += check_hessian(graph, point, names)
+        results += [(k, row) for row in rows]
+    env.stdout.write(_text(results, fmt, env))
+    for k, row in results:
+        if row.verdict == 'warn':
+            where = f' at point {k}' if len(points) > 1 else ''
+            env.warn(f'∂f/∂{row.what}{where}: finite differences cannot be trusted ({row.reason})')
+    failed = [(k, row) for k, row in results if row.verdict == 'FAIL']
+    if failed:
+        k, row = failed[0]
+        where = f' at point {k}' if len(points) > 1 else ''
+        raise CheckFailed(f'∂f/∂{row.what}{where}: reverse mode gives {number(row.ad)}, finite '
+                          f'differences {number(row.fd)} ({len(failed)} of {len(results)} '
+                          'checks failed)')
+    return Exit.OK
+
+
+def _cells(k, row):
+    return [k, row.what, row.ad, row.fd, row.abs_error, row.rel_error, row.verdict, row.reason]
+
+
+def _text(results, fmt, env):
+    if fmt == Format.JSON:
+        import json
+        return json.dumps([dict(zip(COLUMNS, [json_number(c) if isinstance(c, float) else c
+                                              for c in _cells(k, row)]))
+                           for k, row in results], ensure_ascii=False) + '\n'
+    if fmt == Format.TABLE:
+        from .output import rich_text, table
+        columns = [(c.replace('_', ' '), 'right' if c in ('ad', 'fd', 'abs_error', 'rel_error')
+                    else 'left', None) for c in COLUMNS]
+        rows = [[c if isinstance(c, str) else number(c) if isinstance(c, float) else str(c)
+                 for c in _cells(k, row)] for k, row in results]
+        return rich_text([table(columns, rows)], env.stdout, colour=env.colour)
+    delimiter = ',' if fmt == Format.CSV else '\t'
+    lines = [delimiter.join(COLUMNS)] if fmt != Format.PLAIN else []
+    for k, row in results:
+        cells = [number(c) if isinstance(c, float) else str(c) for c in _cells(k, row)]
+        lines.append(delimiter.join(['check'] + cells if fmt == Format.PLAIN else cells))
+    return '\n'.join(lines) + '\n'

@@ -1,0 +1,89 @@
+"""`adgrad diff`: the derivative as a formula or as code, printed from the
+gradient's own recorded graph (autodiff_cli/derive)."""
+
+import argparse
+
+from ..errors import UsageError
+from .common import Exit, read_program
+from .evaluate import add_input
+
+LANGUAGES = ('adgrad', 'numpy', 'c', 'latex')
+
+EXAMPLES = """examples:
+  adgrad diff 'x^2*sin(x)'                    # d_x = x^2*cos(x) + 2*sin(x)*x
+  adgrad diff -f samples/logistic.ad --wrt w1,b
+  adgrad diff 'sin(x)*exp(x)' --order 4       # the 4th derivative, shared parts bound once
+  adgrad diff -f f.ad --wrt x | adgrad eval - x=1.5    # the same number as grad
+  adgrad diff 'tanh(w*x + b)' --lang numpy > f.py     # value and gradient over arrays
+  adgrad diff 'tanh(w*x + b)' --lang c                # C99: void f(w, x, b, *value, *grad)
+  adgrad diff 'atan(x/y)' --lang latex"""
+
+
+def add_arguments(parser, command):
+    parser.usage = 'adgrad diff [options] (EXPR | -f FILE) [--wrt X,Y] [--order K] [--lang L]'
+    parser.epilog = EXAMPLES
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    add_input(parser)
+    parser.add_argument('--wrt', metavar='X,Y',
+                        help='differentiate with respect to these variables (default: every '
+                             'variable, sorted by name)')
+    parser.add_argument('--order', type=positive, default=1, metavar='K',
+                        help='the K-th derivative with respect to one variable (default 1)')
+    parser.add_argument('--lang', choices=LANGUAGES, default='adgrad',
+                        help="adgrad (the default: a program that `adgrad eval` reads back), "
+                             'numpy (a vectorised function returning the value and the '
+                             'gradient), c (C99 with math.h) or latex (one display line each)')
+
+
+def positive(text):
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a positive whole number")
+    return int(text)
+
+
+def variables(graph, wrt, what='differentiate'):
+    """--wrt's names in its order, else every variable sorted by name."""
+    from ..core.passes import check_names
+    if not graph.inputs:
+        raise UsageError(f'the expression has no variables to {what} with respect to')
+    if wrt is None:
+        return sorted(graph.inputs)
+    names = [n.strip() for n in wrt.split(',')]
+    if not all(names):
+        raise UsageError(f"--wrt '{wrt}' has an empty name: list variables as X,Y")
+    check_names(graph, names)
+    twice = [n for i, n in enumerate(names) if n in names[:i]]
+    if twice:
+        raise UsageError(f"--wrt lists '{twice[0]}' twice")
+    return names
+
+
+def run(args, env):
+    from ..derive import printers
+    from ..derive.record import differentiate, nth_derivative
+    from ..language.lower import lower
+
+    source, words = read_program(args, env.stdin)
+    if words:
+        raise UsageError(f"diff prints a formula and takes no values ('{words[0]}'); "
+                         'to evaluate it, pipe it to adgrad eval')
+    graph = lower(source)
+    names = variables(graph, args.wrt)
+    code = args.lang in ('numpy', 'c')
+    if args.order > 1:
+        if len(names) != 1:
+            raise UsageError(f'--order {args.order} differentiates with respect to one variable: '
+                             'give it with --wrt X')
+        derivative = nth_derivative(graph, names[0], args.order, with_value=code)
+    else:
+        derivative = differentiate(graph, names, with_value=code)
+    if args.lang == 'adgrad':
+        text = printers.adgrad_text(derivative, args.order)
+    elif args.lang == 'latex':
+        text = printers.latex_text(derivative, args.order)
+    elif args.lang == 'numpy':
+        text = printers.numpy_text(derivative)
+    else:
+        text = printers.c_text(derivative)
+    env.stdout.write(text)
+    return Exit.OK

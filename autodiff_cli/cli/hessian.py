@@ -1,0 +1,149 @@
+"""`adgrad hessian`: the matrix of second derivatives at a point, or one
+flattened row per point of a points file."""
+
+import argparse
+
+from ..errors import UsageError
+from .common import Exit, input_values, parse_bindings, read_program, read_text
+from .diff import variables
+from .evaluate import add_input
+from .output import Format, json_number, number
+
+FORMATS = (Format.TABLE, Format.PLAIN, Format.JSON, Format.CSV, Format.TSV)
+
+EXAMPLES = """examples:
+  adgrad hessian 'x^3*y + sin(x*y)' x=0.7 y=-1.3
+  adgrad hessian -f samples/logistic.ad --wrt w1,w2,b --json
+  adgrad hessian 'x*y^2' --points points.csv          # one row per point: d2_x_x, d2_x_y, ...
+
+Rows and columns follow --wrt (default: every variable, sorted by name)."""
+
+
+def add_arguments(parser, command):
+    parser.usage = 'adgrad hessian [options] (EXPR | -f FILE) [NAME=VALUE ...]'
+    parser.epilog = EXAMPLES
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    add_input(parser)
+    parser.add_argument('--wrt', metavar='X,Y', help='rows and columns for these variables')
+    parser.add_argument('--format', type=Format.parse, choices=FORMATS, default=None,
+                        help='table on a terminal, plain (tab-separated) otherwise; json, csv, tsv')
+    parser.add_argument('--json', dest='format', action='store_const', const=Format.JSON,
+                        help='same as --format json')
+    parser.add_argument('--points', metavar='FILE',
+                        help='a Hessian at every row of FILE (CSV, TSV or JSON Lines whose '
+                             "names are the variables; '-' is standard input), one row each")
+
+
+def _float(value):
+    try:
+        return float(value)
+    except (ValueError, TypeError):
+        return None    # a label: not a variable
+
+
+def read_points(path, stdin):
+    """Rows of {name: float} from CSV, TSV or JSON Lines, read whole."""
+    import csv
+    import json
+    text = read_text(path, stdin)
+    name = '<stdin>' if path == '-' else path
+    if path.endswith('.jsonl') or text.lstrip().startswith('{'):
+        rows = []
+        for number_, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    row = dict(json.loads(line))
+                except (ValueError, TypeError):
+                    raise UsageError(f'{name}, line {number_}: not a JSON object') from None
+                rows.append({k: _float(v) for k, v in row.items() if _float(v) is not None})
+        return rows
+    delimiter = '\t' if path.endswith('.tsv') or '\t' in text.split('\n', 1)[0] else ','
+    records = [r for r in csv.reader(text.splitlines(), delimiter=delimiter) if r]
+    if not records:
+        raise UsageError(f'{name} has no header')
+    header, rows = records[0], []
+    for number_, record in enumerate(records[1:], 2):
+        if len(record) != len(header):
+            raise UsageError(f'{name}, line {number_}: {len(record)} fields, the header has '
+                             f'{len(header)}')
+        row = {}
+        for column, cell in zip(header, record):
+            if _float(cell) is not None:
+                row[column] = _float(cell)
+        rows.append(row)
+    return rows
+
+
+def point_inputs(graph, bindings, rows, path):
+    """Each row's inputs: the row's numbers over the bindings over the defaults."""
+    for i, row in enumerate(rows):
+        inputs = dict(graph.defaults)
+        inputs.update({k: v for k, v in bindings.items() if k in graph.inputs})
+        inputs.update({k: v for k, v in row.items() if k in graph.inputs})
+        missing = [n for n in graph.inputs if n not in inputs]
+        if missing:
+            raise UsageError(f"row {i + 1} of {path} has no value for '{missing[0]}'")
+        yield inputs
+
+
+def run(args, env):
+    from ..derive.hessian import gradient_graph, hessian
+    from ..language.lower import lower
+
+    fmt = args.format or (Format.TABLE if env.stdout_isatty else Format.PLAIN)
+    source, words = read_program(args, env.stdin)
+    graph = lower(source)
+    bindings = parse_bindings(words)
+    names = variables(graph, args.wrt, 'differentiate')
+    prepared = gradient_graph(graph, names)
+    if args.points is None:
+        inputs = input_values(graph, bindings, env.warn)
+        matrix = hessian(graph, inputs, names, prepared)
+        env.stdout.write(_matrix_text(matrix, names, fmt, env))
+        return Exit.OK
+    if args.format is None:      # CSV in gives CSV out, as batches do
+        suffix = args.points.lower().rsplit('.', 1)[-1]
+        fmt = {'csv': Format.CSV, 'jsonl': Format.JSON}.get(suffix, Format.TSV)
+    elif fmt == Format.TABLE:
+        fmt = Format.CSV
+    rows = read_points(args.points, env.stdin)
+    columns = [f'd2_{a}_{b}' for a in names for b in names]
+    results = []
+    for row, inputs in zip(rows, list(point_inputs(graph, bindings, rows, args.points))):
+        matrix = hessian(graph, inputs, names, prepared)
+        results.append((row, [v for line in matrix for v in line]))
+    env.stdout.write(_rows_text(results, columns, fmt))
+    return Exit.OK
+
+
+def _matrix_text(matrix, names, fmt, env):
+    if fmt == Format.JSON:
+        import json
+        return json.dumps({'variables': names,
+                           'hessian': [[json_number(v) for v in row] for row in matrix]},
+                          ensure_ascii=False) + '\n'
+    if fmt == Format.TABLE:
+        from .output import rich_text, table
+        columns = [('', 'left', 'bold')] + [(n, 'right', None) for n in names]
+        rows = [[n] + [number(v) for v in row] for n, row in zip(names, matrix)]
+        d = env.partial
+        return rich_text([table(columns, rows, title=f'{d}²f/{d}row {d}column')], env.stdout,
+                         colour=env.colour)
+    delimiter = ',' if fmt == Format.CSV else '\t'
+    lines = [delimiter.join([''] + names)]
+    lines += [delimiter.join([n] + [number(v) for v in row]) for n, row in zip(names, matrix)]
+    return '\n'.join(lines) + '\n'
+
+
+def _rows_text(results, columns, fmt):
+    import json
+    if fmt == Format.JSON:
+        return json.dumps([{**{k: json_number(v) for k, v in row.items()},
+                            **dict(zip(columns, map(json_number, values)))}
+                           for row, values in results], ensure_ascii=False) + '\n'
+    header = list(results[0][0]) if results else []
+    delimiter = ',' if fmt == Format.CSV else '\t'
+    lines = [delimiter.join(header + columns)]
+    lines += [delimiter.join([number(row[h]) if h in row else '' for h in header]
+                             + [number(v) for v in values]) for row, values in results]
+    return '\n'.join(lines) + '\n'

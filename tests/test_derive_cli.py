@@ -1,0 +1,148 @@
+"""adgrad diff, hessian, check and grad --mode forward, through main() in-process."""
+
+import json
+import math
+
+import pytest
+
+from autodiff_cli.core import passes
+from autodiff_cli.derive.check import check_gradient, check_hessian
+from autodiff_cli import lower
+from tests.helpers import run_main
+
+
+def _numbers(out):
+    return {line.split('\t')[0]: float(line.split('\t')[1]) for line in out.splitlines()}
+
+
+@pytest.mark.parametrize('program, point', [
+    ('x^2*sin(x)', ['x=1.5']),
+    ('tanh(w*x + b)', ['w=0.5', 'x=2', 'b=-1']),
+    ('if(x > 0, sqrt(x), 0)', ['x=0']),
+    ('if(x > 0, sqrt(x), 0)', ['x=2.25']),
+    ('max(x, y)*log(y)', ['x=2', 'y=2']),
+])
+def test_diff_piped_to_eval_prints_grads_number(program, point):
+    names = [p.split('=')[0] for p in point]
+    grad = _numbers(run_main(['grad', program, *point]).out)
+    for name in names:
+        diff = run_main(['diff', program, '--wrt', name])
+        assert diff.code == 0, diff.err
+        value = run_main(['eval', '-', *point], stdin=diff.out.encode())
+        assert value.code == 0, value.err
+        assert float(value.out) == pytest.approx(grad[f'd_{name}'], rel=1e-12, abs=1e-300)
+
+
+def test_diff_of_a_sample_file_reads_back(tmp_path):
+    grad = _numbers(run_main(['grad', '-f', 'samples/mlp.ad']).out)
+    diff = run_main(['diff', '-f', 'samples/mlp.ad', '--wrt', 'w3'])
+    value = run_main(['eval', '-'], stdin=diff.out.encode())
+    # the defaults are not in the printed text: give them as bindings
+    assert value.code == 2 and "no value for" in value.err
+    point = [f'{n}={v}' for n, v in lower(open('samples/mlp.ad').read()).defaults.items()]
+    value = run_main(['eval', '-', *[p for p in point if p.split('=')[0] in diff.out]],
+                     stdin=diff.out.encode())
+    assert float(value.out) == pytest.approx(grad['d_w3'], rel=1e-12)
+
+
+def test_diff_usage_errors():
+    assert run_main(['diff', 'x*y', '--order', '2']).code == 2          # which variable?
+    assert run_main(['diff', '3 + 4']).code == 2                       # no variables
+    assert run_main(['diff', 'x*y', 'x=2']).code == 2                  # no values
+    assert run_main(['diff', 'x*y', '--wrt', 'q']).code == 2
+    assert run_main(['diff', 'x*y', '--lang', 'fortran']).code == 2
+
+
+def test_diff_languages():
+    for lang in ('adgrad', 'numpy', 'c', 'latex'):
+        result = run_main(['diff', 'x^2*y', '--lang', lang])
+        assert result.code == 0 and result.out.strip(), lang
+    assert run_main(['diff', 'x^3', '--order', '2']).out == 'd2_x = 6*x\n'
+
+
+def test_hessian_formats():
+    plain = run_main(['hessian', 'x^2*y', 'x=3', 'y=2'])
+    assert plain.out == '\tx\ty\nx\t4.0\t6.0\ny\t6.0\t0.0\n'
+    as_json = json.loads(run_main(['hessian', 'x^2*y', 'x=3', 'y=2', '--json']).out)
+    assert as_json == {'variables': ['x', 'y'], 'hessian': [[4.0, 6.0], [6.0, 0.0]]}
+    assert run_main(['hessian', 'x^2*y', 'x=3', 'y=2', '--format', 'csv']).out.startswith(',x,y\n')
+    table = run_main(['hessian', 'x^2*y', 'x=3', 'y=2'], tty=True)
+    assert table.code == 0 and '6' in table.out
+
+
+def test_hessian_points(tmp_path):
+    points = tmp_path / 'p.csv'
+    points.write_text('x,y,label\n3,2,a\n1,-1,b\n')
+    out = run_main(['hessian', 'x^2*y', '--points', str(points)]).out.splitlines()
+    assert out == ['x,y,d2_x_x,d2_x_y,d2_y_x,d2_y_y', '3.0,2.0,4.0,6.0,6.0,0.0',
+                   '1.0,-1.0,-2.0,2.0,2.0,0.0']
+
+
+def test_grad_forward_mode_equals_reverse():
+    for program, point in (('x*y*z', ['x=2', 'y=3', 'z=4']),
+                           ('-f', ['samples/mlp.ad']), ('-f', ['samples/softmax.ad'])):
+        args = [program, *point] if program != '-f' else ['-f', *point]
+        reverse = _numbers(run_main(['grad', *args]).out)
+        forward = _numbers(run_main(['grad', *args, '--mode', 'forward']).out)
+        assert forward == pytest.approx(reverse, rel=1e-14)
+
+
+def test_grad_forward_mode_nodes_shows_each_pass():
+    out = run_main(['grad', 'x*y', 'x=2', 'y=3', '--mode', 'forward', '--nodes']).out
+    assert 'pass\tx\t2\tmul\t-\t6.0\t3.0\tx*y' in out.splitlines()
+    assert 'pass\ty\t2\tmul\t-\t6.0\t2.0\tx*y' in out.splitlines()
+    passes_json = json.loads(run_main(['grad', 'x*y', 'x=2', 'y=3', '--mode', 'forward',
+                                       '--nodes', '--json']).out)['passes']
+    assert [r['tangent'] for r in passes_json['y']] == [0.0, 1.0, 2.0]
+
+
+# ---- check ----
+
+@pytest.mark.parametrize('path', ['samples/product.ad', 'samples/blocks.ad', 'samples/deep.ad',
+                                  'samples/neuron.ad', 'samples/logistic.ad',
+                                  'samples/softmax.ad', 'samples/mlp.ad'])
+def test_check_passes_on_every_sample(path):
+    result = run_main(['check', '-f', path, '--order', '2'])
+    assert result.code == 0, result.out + result.err
+    assert 'FAIL' not in result.out
+
+
+def test_check_warns_at_kinks_and_domain_edges():
+    for program, point in (('abs(x)', 'x=0'), ('relu(x)*x', 'x=0'), ('sqrt(x)', 'x=0'),
+                           ('log(x)', 'x=0'), ('max(x, 1)', 'x=1')):
+        result = run_main(['check', program, point])
+        assert result.code == 0 and 'warn' in result.out and 'warning' in result.err, program
+
+
+def test_check_fails_with_exit_1_on_a_wrong_rule(monkeypatch):
+    # A deliberately wrong derivative: sin' = 2 cos, until a program can
+    # declare its own (grad f(x) = ...).
+    monkeypatch.setitem(passes.RULES, 'sin',
+                        lambda k, g, out, a: (k.mul(2.0, k.mul(g, k.cos(a))),))
+    result = run_main(['check', 'sin(x)*y', 'x=0.5', 'y=2'])
+    assert result.code == 1
+    assert 'FAIL' in result.out and '∂f/∂x' in result.err
+    rows = {r.what: r.verdict for r in check_gradient(lower('sin(x)*y'), {'x': 0.5, 'y': 2.0})}
+    assert rows == {'x': 'FAIL', 'y': 'pass'}
+    second = {r.what: r.verdict for r in check_hessian(lower('x^3*y'), {'x': 0.5, 'y': 2.0})}
+    assert set(second.values()) == {'pass'}
+
+
+def test_check_fails_on_a_wrong_declared_derivative():
+    program = 'f(x) = sin(2*x)\ngrad f(x) = cos(x)\nf(x)'
+    result = run_main(['check', program, 'x=0.3'])
+    assert result.code == 1 and 'FAIL' in result.out
+
+
+def test_check_many_points(tmp_path):
+    points = tmp_path / 'p.jsonl'
+    points.write_text('{"x": 0.5}\n{"x": 2}\n{"x": -1}\n')
+    result = run_main(['check', 'x^3 + exp(x)', '--points', str(points), '--format', 'csv'])
+    lines = result.out.splitlines()
+    assert result.code == 0 and len(lines) == 4 and all(',pass,' in line for line in lines[1:])
+
+
+def test_check_json_is_strict():
+    out = json.loads(run_main(['check', 'log(x)', 'x=0', '--json']).out)
+    assert out[0]['verdict'] == 'warn' and out[0]['ad'] == 'inf'
+    assert not math.isnan(out[0]['point'])

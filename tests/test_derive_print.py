@@ -1,0 +1,262 @@
+"""Printed derivatives: adgrad's own text read back by the language, NumPy and
+C code run, LaTeX against golden text, names that cannot escape."""
+
+import glob
+import math
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from autodiff_cli import AdgradError, backward, forward, lower
+from autodiff_cli.derive.printers import adgrad_text, c_text, latex_text, numpy_text
+from autodiff_cli.derive.record import differentiate, nth_derivative
+from tests.randexpr import cases, show
+
+SAMPLES = sorted(glob.glob(os.path.join(os.path.dirname(__file__), '..', 'samples', '*.ad')))
+
+
+def _readable(text):
+    """Whether the language reads this text: conditionals print as
+    if(c, a, b) with comparisons, which the language may not have yet."""
+    try:
+        lower(text)
+        return True
+    except AdgradError:
+        return False
+
+
+def _close(a, b, rel=1e-12):
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) and math.isnan(b)
+    if math.isinf(a) or math.isinf(b):
+        return a == b
+    return abs(a - b) <= rel * max(abs(a), abs(b)) + 1e-300
+
+
+def _grad(graph, point):
+    grads = backward(graph, forward(graph, point))
+    return {n: grads[i] for n, i in graph.inputs.items()}
+
+
+def _round_trip(graph, point):
+    """(name, grad's number, the printed derivative's number read back) per
+    variable whose derivative the language can read and grad's is finite."""
+    want = _grad(graph, point)
+    for name in graph.inputs:
+        text = adgrad_text(differentiate(graph, [name]))
+        if not _readable(text) or not math.isfinite(want[name]):
+            continue
+        printed = lower(text)
+        got = forward(printed, {n: point[n] for n in printed.inputs})[printed.output]
+        yield name, want[name], got
+
+
+def test_printed_derivative_read_back_equals_grad_on_random_expressions():
+    compared = 0
+    for t, point in cases(seed=5, count=400, depth=4):
+        graph = lower(show(t))
+        for name, want, got in _round_trip(graph, {n: point[n] for n in graph.inputs}):
+            assert _close(got, want), (show(t), name, point, got, want)
+            compared += 1
+    assert compared > 200   # > 300 once the language reads if(c, a, b)
+
+
+@pytest.mark.parametrize('path', SAMPLES, ids=os.path.basename)
+def test_printed_derivative_read_back_equals_grad_on_samples(path):
+    graph = lower(open(path).read())
+    compared = 0
+    for name, want, got in _round_trip(graph, dict(graph.defaults)):
+        assert _close(got, want), (name, got, want)
+        compared += 1
+    assert compared >= 1
+
+
+def test_several_variables_share_bindings():
+    text = adgrad_text(differentiate(lower(open(SAMPLES[2]).read())))   # logistic
+    assert text.count('sigmoid(') == 1
+    lines = text.splitlines()
+    assert [line.split(' = ')[0] for line in lines if line.startswith('d_')] == \
+        ['d_b', 'd_x1', 'd_x2', 'd_y', 'd_w1', 'd_w2']
+
+
+@pytest.mark.parametrize('source, printed', [
+    ('x*1 + 0', 'd_x = 1'),
+    ('x^1 + y^0', 'd_x = 1\nd_y = 0'),
+    ('0*x + y', 'd_x = 0\nd_y = 1'),
+    ('2*(3*x)', 'd_x = 6'),
+    ('-(-x)*y', 'd_x = y\nd_y = x'),
+    ('x - -y', 'd_x = 1\nd_y = 1'),
+    ('sin(x)^2', 'd_x = 2*sin(x)*cos(x)'),
+    ('exp(-x^2)', 'd_x = -2*exp(-x^2)*x'),
+    ('tan(x)', 'd_x = tan(x)^2 + 1'),
+    ('sqrt(x)', 'd_x = 1/(2*sqrt(x))'),
+    ('log(x)', 'd_x = 1/x'),
+    ('x*y*z', 'd_x = y*z\nd_y = x*z\nd_z = x*y'),
+    ('2^x', 'd_x = 0.6931471805599453*2^x'),
+    ('(x + 1)^3', 'd_x = 3*(x + 1)^2'),
+    ('x/y', 'd_x = 1/y\nd_y = -x/y/y'),
+])
+def test_simplified_text(source, printed):
+    assert adgrad_text(differentiate(lower(source))) == printed + '\n'
+
+
+def test_no_internal_op_in_printed_text():
+    for source in ('abs(x)', 'relu(x)', 'max(x, y)', 'min(x, y)', 'x^y', 'atan2(y, x)',
+                   'clamp(x, 0, 1)', 'softplus(x)'):
+        text = adgrad_text(differentiate(lower(source)))
+        for internal in ('where(', 'eq(', 'lt(', 'ge('):
+            assert internal not in text, (source, text)
+
+
+def test_size_is_linear_in_depth():
+    def program(depth):
+        lines = ['e0 = x'] + [f'e{i} = sin(e{i - 1}) + x*e{i - 1}' for i in range(1, depth + 1)]
+        return '\n'.join(lines)
+    small = len(adgrad_text(differentiate(lower(program(500)))))
+    large = len(adgrad_text(differentiate(lower(program(2000)))))
+    assert 3.6 < large / small < 4.4
+
+
+def test_higher_order_keeps_sharing():
+    sizes = [len(nth_derivative(lower('sin(x)*exp(x)*log(x)'), 'x', k).reachable())
+             for k in range(1, 5)]
+    assert sizes[-1] < 40 * sizes[0]
+
+
+# ---- NumPy ----
+
+def _load_numpy(text):
+    namespace = {}
+    exec(compile(text, '<generated>', 'exec'), namespace)   # generated from graph nodes only
+    return namespace['f']
+
+
+def test_numpy_code_returns_value_and_gradient_over_arrays():
+    np = pytest.importorskip('numpy')
+    for t, point in cases(seed=9, count=150, depth=4):
+        graph = lower(show(t))
+        names = list(graph.inputs)
+        if not names:
+            continue
+        f = _load_numpy(numpy_text(differentiate(graph, with_value=True)))
+        rng = np.random.default_rng(1)
+        columns = {n: np.concatenate([[point[n]], rng.uniform(-2, 2, 7)]) for n in names}
+        value, gradient = f(**columns)
+        assert value.shape == (8,) and set(gradient) == set(names)
+        for row in range(8):
+            at = {n: float(columns[n][row]) for n in names}
+            values = forward(graph, at)
+            want = _grad(graph, at)
+            if math.isfinite(values[graph.output]):
+                assert _close(float(value[row]), values[graph.output]), show(t)
+            for n in names:
+                if math.isfinite(want[n]):
+                    assert _close(float(gradient[n][row]), want[n]), (show(t), n, at)
+
+
+def test_numpy_scalars_and_broadcasting():
+    pytest.importorskip('numpy')
+    f = _load_numpy(numpy_text(differentiate(lower('x*y + 2'), with_value=True)))
+    value, gradient = f(2.0, [1.0, 2.0, 3.0])
+    assert value.tolist() == [4.0, 6.0, 8.0]
+    assert gradient['x'].tolist() == [1.0, 2.0, 3.0] and gradient['y'].tolist() == [2.0] * 3
+
+
+# ---- C ----
+
+def _compile_and_run(tmp_path, units):
+    """Compile every (graph, points) into one C program with cc -std=c99 -Wall
+    -Werror, run it, and return per unit per point [value, gradient...]."""
+    cc = shutil.which('cc')
+    if cc is None:
+        pytest.skip('no C compiler')
+    helpers, bodies, calls = [], [], []
+    for k, (graph, points) in enumerate(units):
+        code = c_text(differentiate(graph, with_value=True), function=f'f{k}')
+        for line in code.splitlines():
+            if line.startswith('static double ad_') and line not in helpers:
+                helpers.append(line)
+        bodies.append('\n'.join(line for line in code.splitlines()
+                                if not line.startswith(('#include', 'static double ad_'))))
+        n = len(graph.inputs)
+        for point in points:
+            args = ''.join(f'{point[name]!r}, ' for name in graph.inputs)
+            calls.append(f'    f{k}({args}&value, grad); printf("%.17g", value);'
+                         f' for (int j = 0; j < {n}; j++) printf(" %.17g", grad[j]);'
+                         ' printf("\\n");')
+    source = tmp_path / 'f.c'
+    source.write_text('\n'.join(['#include <math.h>', '#include <stdio.h>', *helpers, *bodies,
+                                 'int main(void)', '{', '    double value, grad[64];', *calls,
+                                 '    return 0;', '}', '']))
+    binary = tmp_path / 'f'
+    built = subprocess.run([cc, '-std=c99', '-Wall', '-Werror', '-o', str(binary), str(source),
+                            '-lm'], capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    out = subprocess.run([str(binary)], check=True, capture_output=True, text=True).stdout
+    rows = iter([float(v) for v in line.split()] for line in out.splitlines())
+    return [[next(rows) for _ in points] for _, points in units]
+
+
+def test_c_code_compiles_and_agrees_with_grad(tmp_path):
+    sources = [show(t) for t, _ in cases(seed=13, count=60, depth=4)]
+    sources += [open(path).read() for path in SAMPLES]
+    units = []
+    for source in sources:
+        graph = lower(source)
+        names = list(graph.inputs)
+        if names:
+            points = [{n: graph.defaults.get(n, 0.7) for n in names},
+                      {n: -1.3 + 0.4 * i for i, n in enumerate(names)}]
+            units.append((graph, points))
+    for (graph, points), rows in zip(units, _compile_and_run(tmp_path, units)):
+        for point, row in zip(points, rows):
+            values = forward(graph, point)
+            want = _grad(graph, point)
+            if math.isfinite(values[graph.output]):
+                assert _close(row[0], values[graph.output], 1e-11), graph.source
+            for name, got in zip(graph.inputs, row[1:]):
+                if math.isfinite(want[name]):
+                    assert _close(got, want[name], 1e-11), (graph.source, name, point)
+
+
+# ---- names that a language reserves ----
+
+HOSTILE = ['import', '__class__', 'int', 'double', 'return', 'value', 'f', 'np', 'signed',
+           't1', 'd_x', 'NAN', 'sin_', 'main']
+
+
+def test_reserved_names_cannot_escape(tmp_path):
+    graph = lower(' + '.join(f'{n}*{n}' for n in HOSTILE))
+    point = {n: 0.5 + i for i, n in enumerate(HOSTILE)}
+    want = _grad(graph, point)
+    text = adgrad_text(differentiate(graph))
+    assert _readable(text)
+    pytest.importorskip('numpy')
+    f = _load_numpy(numpy_text(differentiate(graph, with_value=True)))
+    _, gradient = f(*[point[n] for n in graph.inputs])
+    assert {n: float(g) for n, g in gradient.items()} == want
+    row = _compile_and_run(tmp_path, [(graph, [point])])[0][0]
+    assert row[1:] == [want[n] for n in graph.inputs]
+
+
+# ---- LaTeX ----
+
+@pytest.mark.parametrize('source, golden', [
+    ('x^2*sin(x)', r'\[ \frac{\partial f}{\partial x} = {x}^{2} \cos\left(x\right) + 2 \sin\left(x\right) x \]'),
+    ('sqrt(x)', r'\[ \frac{\partial f}{\partial x} = \frac{1}{2 \sqrt{x}} \]'),
+    ('exp(-x^2)', r'\[ \frac{\partial f}{\partial x} = -2 e^{-{x}^{2}} x \]'),
+    ('log(x)/x', r'\[ \frac{\partial f}{\partial x} = \frac{\frac{1}{x}}{x} - \frac{\frac{\log\left(x\right)}{x}}{x} \]'),
+    ('atan(alpha*x1)', r'\[ t_{1} = \frac{1}{{\left(\alpha x_{1}\right)}^{2} + 1} \]' '\n'
+                       r'\[ \frac{\partial f}{\partial \alpha} = x_{1} t_{1} \]' '\n'
+                       r'\[ \frac{\partial f}{\partial x_{1}} = \alpha t_{1} \]'),
+    ('abs(x)', r'\[ \frac{\partial f}{\partial x} = \operatorname{sgn}\left(x\right) \]'),
+])
+def test_latex_golden(source, golden):
+    assert latex_text(differentiate(lower(source))) == golden + '\n'
+
+
+def test_latex_higher_order_head():
+    text = latex_text(nth_derivative(lower('x^4'), 'x', 2), order=2)
+    assert text == r'\[ \frac{\partial^{2} f}{\partial x^{2}} = 12 {x}^{2} \]' + '\n'
