@@ -325,7 +325,6 @@ CASES = [
 
 # Open faults: strict xfails, removed as each is fixed (see the module docstring).
 OPEN = {
-    'a 468-byte block-doubling program': LANGUAGE,
     'a line continuation is not node text': LANGUAGE,
 }
 

@@ -167,7 +167,7 @@ def test_a_binding_cannot_use_its_own_name():
 
 def test_blocks_that_double_are_refused_before_inlining():
     lines = ['f0(t) = t*1.5'] + [f'f{k}(t) = f{k - 1}(f{k - 1}(t))' for k in range(1, 31)]
-    with pytest.raises(AdgradError, match=r"calling 'f\d+' here would grow the graph past"):
+    with pytest.raises(AdgradError, match=r"calling 'f\d+' here would (grow the graph|make the body)"):
         lower('\n'.join(lines + ['f30(y)']))
     graph = lower('\n'.join(lines[:11] + ['f10(y)']))   # 2^10 multiplications are fine
     assert sum(node.op == 'mul' for node in graph.nodes) == 2 ** 10

@@ -26,6 +26,10 @@ from .parse import parse
 # About 2 s and 400 MB of lowering: past any program of 10^6 tokens. A block
 # that calls a block twice doubles, so sizes are checked before copying.
 MAX_NODES = 2_000_000
+# A block's body, its calls inlined, is at most this: a block that calls a
+# block twice doubles, and twenty such lines (468 bytes) would otherwise copy
+# two million nodes into templates before the tape's limit said no.
+MAX_BODY = 250_000
 
 KEYWORDS = frozenset({'if', 'and', 'or', 'not', 'input', 'grad'})
 ALIASES = {'ln': 'log', 'detach': 'stop_gradient'}
@@ -505,6 +509,10 @@ class Lowering:
             raise self.error(f"calling '{block.name}' here would grow the graph past "
                              f'{MAX_NODES:,} nodes once its blocks are inlined '
                              f'({size:,} for this call)', span[0])
+        if self.body is not None and len(self.target) + size > MAX_BODY:
+            raise self.error(f"calling '{block.name}' here would make the body of "
+                             f"'{self.body.name}' more than {MAX_BODY:,} nodes once its blocks "
+                             'are inlined; adgrad stops there', span[0])
         path = self.instance_path(block.name)
         value = self.copy(block, args, path)[0]
         if block.grad is None:
