@@ -16,8 +16,8 @@ import math
 def _gated(tape, x):
     """(condition, a, taken) when x is if(c, a, 0) (taken True) or
     if(c, 0, a) (taken False): a derivative that exists on one side only."""
-    if tape.op(x) not in ('if', 'where'):
-        return None
+    if tape.op(x) != 'if' and (tape.op(x) != 'where' or tape.exact):
+        return None      # a where's masked product keeps torch's nan when exact (see _pow_vjp)
     c, a, b = tape.args(x)
     if tape.value(b) == 0.0 and tape.value(a) != 0.0:
         return c, a, True
@@ -206,7 +206,7 @@ def _same_condition(tape, c, x, first):
 
 def _if(tape, c, a, b):
     a2, b2 = _same_condition(tape, c, a, True), _same_condition(tape, c, b, False)
-    if a2 is not a or b2 is not b:
+    if (a2 is not a or b2 is not b) and not tape.exact:
         return tape.apply('if', c, a2, b2)    # if(c, if(c, x, y), z) -> if(c, x, z)
     if a is b or (a == b and type(a) is type(b)
                   and (tape.value(a) is None or math.copysign(1, a) == math.copysign(1, b))):
@@ -215,6 +215,8 @@ def _if(tape, c, a, b):
 
 
 def _where(tape, c, a, b):
+    if tape.exact:
+        return _if(tape, c, a, b)
     a2, b2 = _same_condition(tape, c, a, True), _same_condition(tape, c, b, False)
     if a2 is not a or b2 is not b:
         return tape.apply('where', c, a2, b2)
