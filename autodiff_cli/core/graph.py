@@ -8,11 +8,26 @@ the same graph can be evaluated and differentiated any number of times.
 from collections import namedtuple
 
 
+_NOT_TEXT = None   # comments and `\` line continuations: compiled on first need
+
+
+def _blank(text):
+    """Comments and line continuations out of a node's text: they are not
+    what it computes (`x + \\` then `y` is `x + y`)."""
+    global _NOT_TEXT
+    if '#' not in text and '\\' not in text:
+        return text
+    if _NOT_TEXT is None:
+        import re
+        _NOT_TEXT = re.compile(r'#[^\n]*|\\\r?\n')
+    return _NOT_TEXT.sub(' ', text)
+
+
 def _fold(text):
     """White space runs as one space (re.sub(r'\\s+', ' ', text)), in C:
     str.split() splits on exactly the characters that \\s matches, several
     times faster than the regular expression."""
-    folded = ' '.join(text.split())
+    folded = ' '.join(_blank(text).split())
     if not folded:
         return ' ' if text else ''
     if text[0].isspace():
@@ -96,7 +111,7 @@ def _text(source, node, limit, heads, tails):
                 tail = _fold(source[end - most:end])
             tail = tails[end] = tail[-rest:]
         return head + '…' + tail
-    text = ' '.join(source[start:end].split())
+    text = ' '.join(_blank(source[start:end]).split())
     if limit is not None and len(text) > limit:
         return text[:limit // 2] + '…' + text[-(limit - limit // 2 - 1):]
     return text
