@@ -250,3 +250,22 @@ def test_a_declared_derivative_s_body_shows_no_gradient():
     shown = receives_gradient(graph)
     ops = {graph.nodes[i].op for i, s in enumerate(shown) if s}
     assert ops == {'input', 'custom', 'mul', 'add', 'gt'}
+
+
+def test_check_fails_a_wrong_declared_derivative_and_names_the_block(run_cli):
+    code, _, err = run_cli('check', 'f(x) = sin(2*x); grad f(x) = cos(x); f(t)', 't=0.3')
+    assert code == 1 and "declared for block 'f'" in err
+    code, _, err = run_cli('check', 'f(x) = sin(2*x); grad f(x) = 2*cos(2*x); f(t)', 't=0.3')
+    assert code == 0
+
+
+def test_diff_and_hessian_use_a_declared_derivative(run_cli):
+    source = 'f(x) = log(1 + exp(x)); grad f(x) = sigmoid(x); f(t)^2'
+    code, out, _ = run_cli('hessian', source, 't=0.4', '--json')
+    assert code == 0
+    import json
+    s = 1 / (1 + math.exp(-0.4))
+    softplus = math.log1p(math.exp(0.4))
+    # d/dt 2 f f' = 2 (f'^2 + f f''), with f' = s and f'' = s (1 - s), the declared one's
+    expected = 2 * (s * s + softplus * s * (1 - s))
+    assert json.loads(out)['hessian'][0][0] == pytest.approx(expected, rel=1e-12)

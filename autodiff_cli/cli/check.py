@@ -73,8 +73,20 @@ def run(args, env):
         where = f' at point {k}' if len(points) > 1 else ''
         raise CheckFailed(f'∂f/∂{row.what}{where}: reverse mode gives {number(row.ad)}, finite '
                           f'differences {number(row.fd)} ({len(failed)} of {len(results)} '
-                          'checks failed)')
+                          f'checks failed){_declared(graph)}')
     return Exit.OK
+
+
+def _declared(graph):
+    """'; the derivative declared for block 'f' is used': where reverse mode
+    takes a program's own word for a derivative, that is the first suspect."""
+    blocks = list(dict.fromkeys(node.block.rpartition('/')[2].partition('#')[0]
+                                for node in graph.nodes if node.op == 'custom'))
+    if not blocks:
+        return ''
+    listed = ', '.join(f"'{name}'" for name in blocks)
+    return (f"; reverse mode used the derivative declared for block {listed}"
+            if len(blocks) == 1 else f'; reverse mode used the derivatives declared for blocks {listed}')
 
 
 def _cells(k, row):
