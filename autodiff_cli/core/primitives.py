@@ -35,7 +35,8 @@ LN10 = 2.3025850929940456
 # batches: the function of that name in arrays.py where NumPy's differs from
 # `forward`, else NumPy's), vjp, symbol (infix or prefix operator, e.g. '*';
 # None for calls). collections.namedtuple: typing costs start-up time.
-Primitive = namedtuple('Primitive', 'name arity forward array vjp symbol', defaults=(None,))
+Primitive = namedtuple('Primitive', 'name arity forward array vjp symbol jvp',
+                       defaults=(None, None))
 
 
 def _max_vjp(k, g, out, a, b):
@@ -183,8 +184,49 @@ def _clamp_vjp(k, g, out, x, low, high):
             k.where(k.lt(high, x), g, k.where(k.lt(high, low), g, 0.0)))
 
 
-def _row(name, arity, forward, array, vjp, symbol=None):
-    return Primitive(name=name, arity=arity, forward=forward, array=array, vjp=vjp, symbol=symbol)
+# PyTorch's forward-mode formulas where they are not its backward formulas
+# with the tangent for the gradient (derivatives.yaml, `result:`): at a tie,
+# with a nan, at atan2's origin. A row's `jvp(k, tangents, out, *args)` gets
+# one tangent per argument (None for one that has none); every other op's
+# tangent comes from its vjp (derive/forward.py).
+
+def _zeros(t):
+    return [0.0 if v is None else v for v in t]
+
+
+def _max_jvp(k, t, out, a, b):
+    ta, tb = _zeros(t)
+    return k.add(tb, k.mul(k.where(k.eq(a, b), 0.5, k.gt(a, b)), k.sub(ta, tb)))
+
+
+def _min_jvp(k, t, out, a, b):
+    ta, tb = _zeros(t)
+    return k.add(tb, k.mul(k.where(k.eq(a, b), 0.5, k.lt(a, b)), k.sub(ta, tb)))
+
+
+def _atan2_jvp(k, t, out, y, x):
+    # (x*ty - y*tx) / (y^2 + x^2), with an argument that has no tangent
+    # leaving its term out (so an inf beside it is not multiplied by 0).
+    ty, tx = t
+    denominator = k.add(k.mul(y, y), k.mul(x, x))
+    if tx is None:
+        return k.div(k.mul(x, ty), denominator)
+    if ty is None:
+        return k.div(k.neg(k.mul(y, tx)), denominator)
+    return k.div(k.sub(k.mul(x, ty), k.mul(y, tx)), denominator)
+
+
+def _clamp_jvp(k, t, out, x, low, high):
+    # torch's clamp_jvp: high's tangent where low > high, else low's below
+    # low, high's above high, x's otherwise (a nan compares false: x's).
+    tx, tlow, thigh = _zeros(t)
+    return k.where(k.gt(low, high), thigh,
+                   k.where(k.lt(x, low), tlow, k.where(k.gt(x, high), thigh, tx)))
+
+
+def _row(name, arity, forward, array, vjp, symbol=None, jvp=None):
+    return Primitive(name=name, arity=arity, forward=forward, array=array, vjp=vjp, symbol=symbol,
+                     jvp=jvp)
 
 
 # (operator.add and friends rather than lambdas: derivative rules call them
@@ -260,12 +302,12 @@ CALLABLE = [
     _row('round', 1, ieee.round_half_even, 'rint', _zero_gradient),
     # ---- two arguments ----
     _row('pow', 2, ieee.power, 'power', _pow_vjp, symbol='^'),
-    _row('min', 2, ieee.minimum, 'minimum', _min_vjp),
-    _row('max', 2, ieee.maximum, 'maximum', _max_vjp),
-    _row('atan2', 2, math.atan2, 'arctan2', _atan2_vjp),
+    _row('min', 2, ieee.minimum, 'minimum', _min_vjp, jvp=_min_jvp),
+    _row('max', 2, ieee.maximum, 'maximum', _max_vjp, jvp=_max_jvp),
+    _row('atan2', 2, math.atan2, 'arctan2', _atan2_vjp, jvp=_atan2_jvp),
     _row('hypot', 2, ieee.hypot, 'hypot', _hypot_vjp),
     # ---- three arguments ----
-    _row('clamp', 3, ieee.clamp, 'clamp', _clamp_vjp),
+    _row('clamp', 3, ieee.clamp, 'clamp', _clamp_vjp, jvp=_clamp_jvp),
 ]
 
 # Used by derivative rules, never called by name from a program.

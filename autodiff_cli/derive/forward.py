@@ -11,7 +11,9 @@ rather than with g = 1 and multiplying after, is also what PyTorch's
 forward-mode formulas do (derivatives.yaml writes most `result:` formulas as
 the backward formula with the tangent for the gradient), so the edge
 conventions agree: abs'(0) = 0, a max tie splits 0.5/0.5, and a nan tangent
-reaches the exponent of a power where PyTorch's does.
+reaches the exponent of a power where PyTorch's does. Four ops whose PyTorch
+forward formula is not its backward one (min, max, clamp and atan2, at ties,
+nans and the origin) carry that formula in their row's `jvp`.
 
 An argument that does not depend on the seeded input has no tangent (None),
 not a zero: it contributes nothing, as an undefined tangent does in PyTorch,
@@ -22,7 +24,9 @@ record.py gives the tangent's own graph.
 """
 
 from ..core.passes import pullback
-from ..core.primitives import NUMBERS
+from ..core.primitives import NUMBERS, PRIMITIVES
+
+_JVPS = {name: row.jvp for name, row in PRIMITIVES.items() if row.jvp is not None}
 
 
 def tangents(graph, values, seed, algebra=NUMBERS):
@@ -37,6 +41,12 @@ def tangents(graph, values, seed, algebra=NUMBERS):
     add = algebra.add
     for i, node in enumerate(nodes):
         if not node.args:
+            continue
+        jvp = _JVPS.get(node.op)
+        if jvp is not None:
+            given = [result[a] for a in node.args]
+            if any(t is not None for t in given):
+                result[i] = jvp(algebra, given, values[i], *[values[a] for a in node.args])
             continue
         total = None
         for j, a in enumerate(node.args):
