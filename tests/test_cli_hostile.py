@@ -81,7 +81,8 @@ PROCESS_ROWS = [
 ] + [
     (f'stray bytes in a comment, {fmt}',
      f"ADGRAD grad \"$(printf '(x # \\377\\n + y)')\" x=1 y=2 --nodes --format {fmt}", 0,
-     lambda out: 'x # ' in out and '+ y' in out, '')
+     # a comment is not node text: its bytes never reach the output
+     lambda out: '#' not in out and '+ y' in out, '')
     for fmt in ('table', 'plain', 'json', 'jsonl', 'csv', 'tsv')
 ]
 
@@ -149,11 +150,11 @@ ROWS = [
     (['grad', 'x', 'x=1', '--wrt', '--'], 2, '', "adgrad: error: '--' is not a variable of the "
      'expression\n'),
     (['grad', '(x #[/]\n+1)', 'x=1', '--format', 'table', '--nodes'], 0,
-     lambda out: out.count('x #[/] +1') == 2, ''),
+     lambda out: out.count('x +1') == 2 and '[/]' not in out, ''),
     (['eval', '(x #[note] see a[i] [bold]b[/bold] :smile:\n+ 1)', 'x=1', '--format', 'table'], 0,
-     lambda out: '[note] see a[i] [bold]b[/bold] :smile:' in out, ''),
+     lambda out: 'x + 1' in out and 'note' not in out, ''),
     (['grad', '(x # \udcff\n+ y)', 'x=1', 'y=2', '--nodes'], 0,
-     lambda out: 'x # \\udcff + y' in out, ''),
+     lambda out: 'x + y' in out and 'udcff' not in out, ''),
     (['eval', 'x\udcff', 'x=1'], 2, '',
      "adgrad: error: unexpected character '\\udcff' (column 2)\n  x?\n   ^\n"),
     (['eval', 'x + \x1b[31m', 'x=1'], 2, '', lambda e: '\x1b' not in e and _one_error(e)),
