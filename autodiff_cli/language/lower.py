@@ -39,6 +39,7 @@ _COMPARISONS = {'<': 'lt', '<=': 'le', '>': 'gt', '>=': 'ge', '==': 'eq', '!=': 
 _UPDATES = {'+=': 'add', '-=': 'sub', '*=': 'mul', '/=': 'div', '^=': 'pow'}
 _NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_]*')
 _new_node = tuple.__new__   # Node(...) without NamedTuple's keyword handling: 3x cheaper
+_NODE = repeat(Node)        # for map(_new_node, _NODE, rows): endless, so one serves every map
 
 
 def lower(source):
@@ -388,8 +389,11 @@ class Lowering:
 
     def number(self, children):
         _, start, end, text = children[0]
-        span = (start, end)
-        return (start, end, self.emit('const', (), span, value=float(text)))
+        target = self.target   # emit(), inlined: one per number in the text
+        if len(target) >= MAX_NODES:
+            raise self.too_many((start, end))
+        target.append(_new_node(Node, ('const', (), None, float(text), (start, end), None)))
+        return (start, end, (len(target) - 1) ^ self.flip)
 
     def variable(self, children):
         _, start, end, name = children[0]
@@ -513,7 +517,11 @@ class Lowering:
             raise self.error(f"calling '{block.name}' here would make the body of "
                              f"'{self.body.name}' more than {MAX_BODY:,} nodes once its blocks "
                              'are inlined; adgrad stops there', span[0])
-        path = self.instance_path(block.name)
+        if self.body is None:   # instance_path(), inlined for the tape
+            count = self.instances[block.name] = self.instances.get(block.name, 0) + 1
+            path = f'{block.name}#{count}'
+        else:
+            path = self.instance_path(block.name)
         value = self.copy(block, args, path)[0]
         if block.grad is None:
             return value
@@ -548,11 +556,16 @@ class Lowering:
         made = range(base, base + count) if not into_body else range(~base, ~base - count, -1)
         local = [*args, *made, *tape_ids]
         flat = gather(local)
-        calls = self.nested_calls(template, call, into_body) if template.instances else []
-        calls.append(call)
-        target.extend(map(_new_node, repeat(Node),
-                          zip(ops, map(flat.__getitem__, slices), names, values, spans,
-                              map(calls.__getitem__, blocks))))
+        if template.instances:
+            calls = self.nested_calls(template, call, into_body)
+            calls.append(call)
+            owners = map(calls.__getitem__, blocks)
+        else:
+            owners = repeat(call)
+        target.extend(map(_new_node, _NODE, zip(ops, map(flat.__getitem__, slices), names, values,
+                                                 spans, owners)))
+        if not template.branches:
+            return [local[~out] if out < 0 else out for out in template.outputs]
         branches = self.branches if not into_body else self.body.branches
         shift = base - slots
         for branch in template.branches:
