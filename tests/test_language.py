@@ -269,3 +269,14 @@ def test_diff_and_hessian_use_a_declared_derivative(run_cli):
     # d/dt 2 f f' = 2 (f'^2 + f f''), with f' = s and f'' = s (1 - s), the declared one's
     expected = 2 * (s * s + softplus * s * (1 - s))
     assert json.loads(out)['hessian'][0][0] == pytest.approx(expected, rel=1e-12)
+
+
+def test_a_picture_greys_the_branch_not_taken():
+    from autodiff_cli.pictures.render import render
+    graph = lower('y = if(x > 0, sqrt(x), log(-x)); y*2')
+    values = forward(graph, {'x': -2.0})
+    dot = render(graph, values, backward(graph, values)).source
+    sqrt_line = next(line for line in dot.splitlines() if '<B>sqrt</B>' in line)
+    assert 'not taken at this point' in sqrt_line and 'dashed' in sqrt_line
+    log_line = next(line for line in dot.splitlines() if '<B>log</B>' in line)
+    assert 'not taken' not in log_line and '0.6931' in log_line

@@ -19,7 +19,7 @@ import math
 import re
 from typing import NamedTuple
 
-from ..core.passes import pullback, receives_gradient
+from ..core.passes import executed, pullback, receives_gradient
 from ..core.primitives import PRIMITIVES
 from .style import (BACKWARD, BACKWARD_TEXT, CONST_EDGE, CONST_FILL, FORWARD, INK,  # noqa: F401
                     INPUT_FILL, JUST_DONE, KNOWN, KNOWN_EDGE, KNOWN_TEXT, LARGE, MUTED, PASSES,
@@ -45,6 +45,7 @@ class Item(NamedTuple):
     notes: tuple = ()    # more lines: a call's local derivatives, why a gradient is blocked
     cancels: bool = False  # grad is rounding noise of terms that cancel: drawn as ≈0
     health: object = None  # a health.Health, for --color magnitude
+    ran: bool = True     # False in an `if`'s branch not taken at this point
 
 
 class Link(NamedTuple):
@@ -174,6 +175,8 @@ def scene(graph, values=None, grads=None):
     nodes = graph.nodes
     f = output_symbol(graph)
     live = receives_gradient(graph)
+    ran = executed(graph, values) if values is not None else [True] * len(nodes)
+    live = [a and b for a, b in zip(live, ran)]
     items, links, blocks, seen = [], [], [], set()
     for i, node in enumerate(nodes):
         if node.op == 'input':
@@ -198,7 +201,7 @@ def scene(graph, values=None, grads=None):
         items.append(Item(i, kind, title, node_symbol(graph, i, f), expr,
                           None if values is None else values[i],
                           None if grads is None else grads[i],
-                          node.block, live[i]))
+                          node.block, live[i], ran=ran[i]))
         flows = partials = None
         if grads is not None and live[i] and node.args:
             flows = pullback(graph, i, grads[i], values)

@@ -98,6 +98,10 @@ def _label(item, f, show_value, show_grad, pending, look):
     rows = [_row(item.title, bold=True)]
     if item.expr:
         rows.append(_row(item.expr, MUTED))
+    if not item.ran:   # an if's branch not taken: it was never computed here
+        rows.append(_row('not taken at this point', MUTED))
+        return ('<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">'
+                + ''.join(rows) + '</TABLE>>')
     if show_value and not (item.kind == 'const' and item.title == number(item.value)):
         value = number(item.value)
         if pending == 'value':   # as wide as the number to come, as for gradients below
@@ -144,6 +148,9 @@ _SHAPES = {
 
 def _node_attrs(item, mode, frame, look, output):
     attrs = dict(_SHAPES[item.kind])
+    if not item.ran:
+        attrs.update(style='dashed,rounded', color=MUTED, fontcolor=MUTED, fillcolor='white')
+        return attrs
     if item.id == output and item.kind == 'call':
         attrs['peripheries'] = '2'
     # The fill says what is known; the shape and border still say what it is.
