@@ -16,6 +16,7 @@ import json
 import os
 import re
 import zlib
+from collections import defaultdict
 from itertools import accumulate, chain, compress, repeat
 from operator import and_, attrgetter, eq, gt, is_
 
@@ -220,7 +221,7 @@ class _Parser:
         programs of 10^6 tokens, so it keeps everything in locals.
         """
         states, end_state, goto = self.states, self.end, self.goto
-        after = {origin: {} for origin, _, _, _ in self.rules}
+        after = {origin: defaultdict(dict) for origin, _, _, _ in self.rules}
         rules = [(origin, size, mode, getattr(builder, name) if mode == CALL else None,
                   after[origin]) for origin, size, mode, name in self.rules]
         state_stack = [self.start]
@@ -263,13 +264,10 @@ class _Parser:
                     value_stack.append(None)
                 else:   # PASS: the value stays; only reached where no goto came first
                     del state_stack[-1]
-                below = state_stack[-1]
-                climbs = tops.get(below)
-                if climbs is None:
-                    climbs = tops[below] = {}
+                climbs = tops[state_stack[-1]]
                 top = climbs.get(kind)
                 if top is None:
-                    top = climbs[kind] = goto(below, origin, kind)
+                    top = climbs[kind] = goto(state_stack[-1], origin, kind)
                 if top < 0:
                     top = ~top
                     value_stack[-1] = None
