@@ -1,5 +1,5 @@
-"""Output: a result of eval or grad in each format, the one number formatter,
-and the one rich table builder.
+"""Output: a result of eval or grad in each format, and the one rich table
+builder; numbers through core.numbers, the one formatter pictures use too.
 
 A writer per format turns a Result into text; write() puts that text on
 stdout in one piece, so a refusal (a name that would repeat a column) leaves
@@ -7,6 +7,7 @@ stdout empty. Numbers print in shortest round-trip form: float(text) == value.
 User text reaches rich only as Text, never as markup.
 """
 
+from ..core.numbers import number
 from ..errors import UsageError
 from .context import Choice
 
@@ -18,11 +19,6 @@ class Format(Choice):
     JSONL = 'jsonl'
     CSV = 'csv'
     TSV = 'tsv'
-
-
-def number(x):
-    """THE number formatter: shortest round-trip text, inf, -inf and nan included."""
-    return repr(float(x))
 
 
 def json_number(x):
@@ -181,7 +177,7 @@ def node_table(result, env, d):
     # Each column costs its widest cell plus 3 for borders and padding.
     needed = sum(max([len(columns[k][0])] + [len(row[k]) for row in full]) + 3
                  for k in range(len(columns)) if k != expression) + 24
-    shown = full if needed <= width else rows(lambda x: format(x, '.7g'))
+    shown = full if needed <= width else rows(lambda x: number(x, 7))
     return table(columns, shown, title='nodes in tape order')
 
 

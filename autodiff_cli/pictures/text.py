@@ -4,14 +4,12 @@ of what no picture can carry. Shared by the scene, the styles and the pages."""
 import html
 import re
 
+from ..core.numbers import number as _number
+
 
 def number(x):
-    """A number as a figure shows it: 12, 0.5, 3.142, 1.5e+10, inf, nan."""
-    if x != x or x in (float('inf'), float('-inf')):
-        return repr(x)
-    if x == int(x) and abs(x) < 1e15:
-        return str(int(x))
-    return format(x, '.4g')
+    """A number as a figure shows it, to 4 digits: 12, 0.5, 3.142, 1.5e+10, inf, nan."""
+    return _number(x, 4)
 
 
 # Characters XML 1.0 cannot carry (controls, lone surrogates, U+FFFE/U+FFFF):
