@@ -39,8 +39,8 @@ QUICK = dict(startup_runs=3, runs=1, large_terms=500, large_depth=1000, chain_de
              torch_ops=1000, torch_runs=1, linear_small=100, linear_large=1000,
              linear_reps=1, memory_tokens=10_000, memory_runs=1, batch_rows=1000)
 
-FIGURES = ('startup', 'large', 'torch', 'linearity', 'gradient', 'parse', 'batch', 'memory',
-           'batch_more')
+FIGURES = ('startup', 'large', 'torch', 'linearity', 'gradient', 'parse', 'derive', 'batch',
+           'memory', 'batch_more')
 
 
 class Figure:
@@ -177,6 +177,43 @@ class Bench:
                     f'({seconds(median(b))} ÷ {seconds(median(a))})')
         return [Figure(name, measured, '≤ 5×', verdict(ratio <= 5), how),
                 Figure(name + ' (issue 13)', measured, '≤ 2.0×', verdict(ratio <= 2.0), how)]
+
+    def derive(self):
+        """Issue 9's figures: benchmarks/derive.py, run as it is, its lines read back."""
+        import re
+        quick = self.sizes is QUICK
+        command = [sys.executable, str(HERE / 'derive.py')] + (['--quick'] if quick else [])
+        done = subprocess.run(command, capture_output=True, text=True, check=True)
+        text = done.stdout
+        how = (f"`python benchmarks/derive.py{' --quick' if quick else ''}`, which prints: "
+               + '; '.join(line.strip() for line in text.splitlines()))
+        rows = []
+
+        def row(pattern, name, measured, target, ok):
+            found = re.search(pattern, text)
+            if found:
+                values = [float(v) for v in found.groups()]
+                rows.append(Figure(name, measured(*values), target, verdict(ok(*values)), how))
+
+        row(r'diff of a (\d+)-op expression: ([\d.]+) s .*printed size ([\d.]+)x',
+            'derivatives (issue 9): `adgrad diff` of a large expression, whole process',
+            lambda n, s, size: f'{n:,.0f} ops: {s:.2f} s, printed size {size:.2f}× the input',
+            '≤ 3 s, ≤ 6×', lambda n, s, size: s <= 3 and size <= 6)
+        row(r'size ratio ([\d.]+) for (\d+)x the depth',
+            'derivatives (issue 9): `diff` of e = sin(e) + x*e, size against depth',
+            lambda r, d: f'{r:.2f}× the size for {d:.0f}× the depth', 'linear',
+            lambda r, d: r <= 1.25 * d)
+        row(r'--order 4 of a 1,000-op expression: ([\d.]+) s',
+            'derivatives (issue 9): `diff --order 4` of a 1,000-op expression, whole process',
+            lambda s: f'{s:.2f} s', '≤ 5 s', lambda s: s <= 5)
+        row(r'Rosenbrock: ([\d.]+) ms, torch ([\d.]+) ms: ([\d.]+)x',
+            'derivatives (issue 9): Hessian of a chained Rosenbrock ÷ torch.autograd.functional.hessian',
+            lambda a, b, q: f'{q:.2f} ({a:.1f} ms ÷ {b:.1f} ms)', '≤ 1.0', lambda a, b, q: q <= 1)
+        row(r'readability: median ([\d.]+)x .*worst ([\d.]+)x',
+            'derivatives (issue 9): printed op count ÷ SymPy diff, textbook rows',
+            lambda m, w: f'median {m:.2f}×, worst {w:.2f}×', '≤ 1.25× median, ≤ 2× worst',
+            lambda m, w: m <= 1.25 and w <= 2)
+        return rows
 
     def parse(self):
         """Issue 13: parse + lower per token, in-process, steady state."""
