@@ -23,11 +23,17 @@ def _blank(text):
     return _NOT_TEXT.sub(' ', text)
 
 
+def _unplain(source, start, end):
+    """Whether source[start:end] holds a comment or a line continuation."""
+    return source.find('#', start, end) >= 0 or source.find('\\', start, end) >= 0
+
+
 def _fold(text):
     """White space runs as one space (re.sub(r'\\s+', ' ', text)), in C:
     str.split() splits on exactly the characters that \\s matches, several
     times faster than the regular expression."""
-    folded = ' '.join(_blank(text).split())
+    text = _blank(text)   # first: a blanked comment at either end leaves a space there
+    folded = ' '.join(text.split())
     if not folded:
         return ' ' if text else ''
     if text[0].isspace():
@@ -98,16 +104,20 @@ def _text(source, node, limit, heads, tails):
         # them shorter than what is shown, else a few more than is shown
         # (folding a prefix gives a prefix of the folded whole).
         half, rest, most = limit // 2, limit - limit // 2 - 1, 2 * limit
+        # A comment or line continuation there is blanked as a whole from
+        # the 2 * limit characters, as a few would cut it.
         head = heads.get(start)
         if head is None:
-            head = _fold(source[start:start + min(half + 16, most)])
-            if len(head) < half:
+            head = None if _unplain(source, start, start + most) else (
+                _fold(source[start:start + min(half + 16, most)]))
+            if head is None or len(head) < half:
                 head = _fold(source[start:start + most])
             head = heads[start] = head[:half]
         tail = tails.get(end)
         if tail is None:
-            tail = _fold(source[end - min(rest + 16, most):end])
-            if len(tail) < rest or not rest:
+            tail = None if _unplain(source, end - most, end) or not rest else (
+                _fold(source[end - min(rest + 16, most):end]))
+            if tail is None or len(tail) < rest:
                 tail = _fold(source[end - most:end])
             tail = tails[end] = tail[-rest:]
         return head + '…' + tail
