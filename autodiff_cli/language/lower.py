@@ -341,7 +341,8 @@ class Lowering:
 
     def block(self, children):
         name, value = children
-        self.body.outputs = (value[2],)
+        _, _, node_id = value
+        self.body.outputs = (node_id,)
         self.blocks[name] = self.body
         self.leave()
         self.statement_ends()
@@ -367,11 +368,12 @@ class Lowering:
         return name
 
     def partial(self, children):
-        return [children[0][2]]
+        (_, _, node_id), = children
+        return [node_id]
 
     def partial_list(self, children):
         _, first, _, rest, _ = children
-        return [first[2]] + [value[2] for value in rest]
+        return [node_id for _, _, node_id in [first, *rest]]
 
     def custom_grad(self, children):
         name, partials = children
@@ -437,7 +439,7 @@ class Lowering:
         then_start = self.marks.pop()
         self.marks.pop()
         stop = len(self.target)
-        c, a, b = condition[2], then[2], otherwise[2]
+        (_, _, c), (_, _, a), (_, _, b) = condition, then, otherwise
         node_id = self.emit('if', (c, a, b), (start, end))
         branches = self.branches if self.body is None else self.body.branches
         here = node_id if node_id >= 0 else ~node_id
@@ -456,11 +458,11 @@ class Lowering:
             target = self.target
             if len(target) >= MAX_NODES:
                 raise self.too_many((start, end))
-            target.append(_new_node(Node, (name, tuple([a[2] for a in arguments]), None, None,
+            target.append(_new_node(Node, (name, tuple([a for _, _, a in arguments]), None, None,
                                            (start, end), None)))
             return (start, end, (len(target) - 1) ^ self.flip)
         name = ALIASES.get(name, name)
-        args = [argument[2] for argument in arguments]
+        args = [node_id for _, _, node_id in arguments]
         span = (start, end)
         if name in FUNCTIONS:
             return (start, end, self.function(name, args, span))
