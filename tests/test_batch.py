@@ -238,3 +238,22 @@ def test_tanh_near_saturation_is_the_single_point_s_bit_for_bit():
         values = forward(graph, {'x': x})
         assert value[k] == values[graph.output]
         assert gradient['x'][k] == backward(graph, values)[graph.inputs['x']], x
+
+
+@pytest.mark.parametrize('source', ['x ^ 0.5', 'x ^ 2', 'x ^ -1', 'x^-0.5', '2 ^ x', 'x ^ x'])
+def test_powers_with_a_constant_exponent_are_c_s_pow_in_a_batch_too(source):
+    """np.power with a scalar 0.5 takes sqrt's path: (-inf)^0.5 was nan and
+    (-0.0)^0.5 was -0.0 in a batch, inf and 0.0 at a single point (found by
+    the fuzzer's 100,000-case campaign)."""
+    np = pytest.importorskip('numpy')
+    from autodiff_cli import backward, forward, lower
+    from autodiff_cli.core.batch import run_batch
+    graph = lower(source)
+    xs = [-math.inf, -0.0, 0.0, -2.0, 3.0, math.inf, math.nan, -1e-300]
+    value, gradient, _ = run_batch(graph, {'x': np.array(xs)}, len(xs), ['x'])
+    for k, x in enumerate(xs):
+        values = forward(graph, {'x': x})
+        single = (values[graph.output], backward(graph, values)[graph.inputs['x']])
+        for got, want in zip((value[k], gradient['x'][k]), single):
+            assert (got != got and want != want) or (
+                got == want and math.copysign(1, got) == math.copysign(1, want)), (source, x)

@@ -191,3 +191,13 @@ def branches(condition, g):
 
 def first(value, *rest):
     return value
+
+
+def power(a, b):
+    """C's pow over arrays. np.power with a scalar exponent of 0.5 (or 2, -1)
+    takes a shortcut through sqrt (or a square, a reciprocal): (-inf)^0.5 is
+    nan there and -0.0^0.5 is -0.0, where C, ieee.power and torch give inf and
+    0.0. An exponent of its own in every row (a broadcast view, stride 0, is
+    still seen as a scalar) takes pow's own path."""
+    a, b = np.broadcast_arrays(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
+    return np.power(a, b if b.strides == b.ndim * (8,) else b.copy())
