@@ -4,7 +4,7 @@ per Hessian entry with --order 2). Exit 1 when any disagrees."""
 import argparse
 
 from ..errors import CheckFailed
-from .common import Exit, input_values, parse_bindings, read_program
+from .common import Exit, input_values, load
 from .diff import variables
 from .evaluate import add_input
 from .hessian import point_inputs, read_points
@@ -44,12 +44,9 @@ def add_arguments(parser, command):
 
 def run(args, env):
     from ..derive.check import check_gradient, check_hessian
-    from ..language.lower import lower
 
     fmt = args.format or (Format.TABLE if env.stdout_isatty else Format.PLAIN)
-    source, words = read_program(args, env.stdin)
-    graph = lower(source)
-    bindings = parse_bindings(words)
+    graph, bindings = load(args, env)
     names = variables(graph, args.wrt, 'check')
     if args.points is None:
         points = [input_values(graph, bindings, env.warn)]

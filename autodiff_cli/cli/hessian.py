@@ -4,7 +4,7 @@ flattened row per point of a points file."""
 import argparse
 
 from ..errors import UsageError
-from .common import Exit, input_values, parse_bindings, read_program, read_text
+from .common import Exit, input_values, load, read_text
 from .diff import variables
 from .evaluate import add_input
 from .output import Format, json_number, number
@@ -88,12 +88,9 @@ def point_inputs(graph, bindings, rows, path):
 
 def run(args, env):
     from ..derive.hessian import gradient_graph, hessian
-    from ..language.lower import lower
 
     fmt = args.format or (Format.TABLE if env.stdout_isatty else Format.PLAIN)
-    source, words = read_program(args, env.stdin)
-    graph = lower(source)
-    bindings = parse_bindings(words)
+    graph, bindings = load(args, env)
     names = variables(graph, args.wrt, 'differentiate')
     prepared = gradient_graph(graph, names)
     if args.points is None:
