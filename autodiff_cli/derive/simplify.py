@@ -16,7 +16,10 @@ import math
 def _gated(tape, x):
     """(condition, a, taken) when x is if(c, a, 0) (taken True) or
     if(c, 0, a) (taken False): a derivative that exists on one side only."""
-    if tape.op(x) != 'if' and (tape.op(x) != 'where' or tape.exact):
+    if not tape.gates:
+        return None
+    op = tape.op(x)
+    if op != 'if' and (op != 'where' or tape.exact):
         return None      # a where's masked product keeps torch's nan when exact (see _pow_vjp)
     c, a, b = tape.args(x)
     if tape.value(b) == 0.0 and tape.value(a) != 0.0:
