@@ -280,3 +280,15 @@ def test_a_picture_greys_the_branch_not_taken():
     assert 'not taken at this point' in sqrt_line and 'dashed' in sqrt_line
     log_line = next(line for line in dot.splitlines() if '<B>log</B>' in line)
     assert 'not taken' not in log_line and '0.6931' in log_line
+
+
+def test_a_block_may_take_a_built_in_s_name_and_declare_its_derivative():
+    """The issue's own spelling: softplus is built in, and a program may still
+    define it, with its own derivative; later calls are the program's block."""
+    source = 'softplus(x) = log(1 + exp(x))\ngrad softplus(x) = sigmoid(x)\nsoftplus(t)'
+    graph, value, grads = run(source, t=800.0)
+    assert value == math.inf and grads == {'t': 1.0}
+    assert any("'softplus' is this program's own block" in note for note in graph.notes)
+    assert run('sin(t) = 2*t; sin(x)', x=3.0)[1:] == (6.0, {'x': 2.0})
+    with pytest.raises(AdgradError, match="'exp' is a built-in function"):
+        lower('exp = 2; exp')

@@ -249,8 +249,13 @@ class Lowering:
         if name in KEYWORDS:
             raise self.error(f"'{name}' is a keyword; choose another name for the {what}", pos)
         if name in FUNCTIONS or name in ALIASES:
-            raise self.error(f"'{name}' is a built-in function; choose another name for the {what}",
-                             pos)
+            if what != 'block':
+                raise self.error(f"'{name}' is a built-in function; choose another name for "
+                                 f'the {what}', pos)
+            # A block may take a built-in's name (softplus, with its own
+            # declared derivative): later calls are the program's block.
+            self.notes.append(f"'{name}' is this program's own block from here on, "
+                              'not the built-in function')
         if name in self.blocks:
             raise self.error(f"'{_clip(name)}' is already defined as a block", pos)
         if name in CONSTANTS and name not in self.names:
@@ -451,7 +456,7 @@ class Lowering:
     def call(self, children):
         (_, start, _, name), _, arguments, (_, _, end, _) = children
         row = FUNCTIONS.get(name)
-        if row is not None and len(arguments) == row.arity:
+        if row is not None and len(arguments) == row.arity and name not in self.blocks:
             # A built-in function with its plain arity (every other case,
             # n-ary min, log(x, b), a wrong count, goes through function()):
             # emit() inlined, as this runs once per call in the text.
@@ -461,10 +466,11 @@ class Lowering:
             target.append(_new_node(Node, (name, tuple([a for _, _, a in arguments]), None, None,
                                            (start, end), None)))
             return (start, end, (len(target) - 1) ^ self.flip)
-        name = ALIASES.get(name, name)
+        if name not in self.blocks:
+            name = ALIASES.get(name, name)
         args = [node_id for _, _, node_id in arguments]
         span = (start, end)
-        if name in FUNCTIONS:
+        if name in FUNCTIONS and name not in self.blocks:
             return (start, end, self.function(name, args, span))
         block = self.blocks.get(name)
         if block is None:
