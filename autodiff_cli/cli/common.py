@@ -133,3 +133,18 @@ def report_nonfinite(graph, values, strict, warn):
     if bad is not None:
         numerical(f'{where(graph, bad)} is {values[bad]!r}, the first non-finite value',
                    strict, warn)
+
+
+def wrt_names(graph, wrt):
+    """--wrt's variables, in its order, else every variable sorted by name."""
+    from ..core.passes import check_names
+    if wrt is None:
+        return sorted(graph.inputs)
+    names = [n.strip() for n in wrt.split(',')]
+    if not all(names):
+        raise UsageError(f"--wrt '{wrt}' has an empty name: list variables as X,Y")
+    check_names(graph, names)
+    twice = [n for i, n in enumerate(names) if n in names[:i]]
+    if twice:
+        raise UsageError(f"--wrt lists '{twice[0]}' twice")
+    return names

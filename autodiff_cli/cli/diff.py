@@ -4,7 +4,7 @@ gradient's own recorded graph (autodiff_cli/derive)."""
 import argparse
 
 from ..errors import UsageError
-from .common import Exit, read_program
+from .common import Exit, read_program, wrt_names
 from .evaluate import add_input
 
 LANGUAGES = ('adgrad', 'numpy', 'c', 'latex')
@@ -42,20 +42,11 @@ def positive(text):
 
 
 def variables(graph, wrt, what='differentiate'):
-    """--wrt's names in its order, else every variable sorted by name."""
-    from ..core.passes import check_names
+    """--wrt's names in its order, else every variable sorted by name; a
+    derivative needs at least one."""
     if not graph.inputs:
         raise UsageError(f'the expression has no variables to {what} with respect to')
-    if wrt is None:
-        return sorted(graph.inputs)
-    names = [n.strip() for n in wrt.split(',')]
-    if not all(names):
-        raise UsageError(f"--wrt '{wrt}' has an empty name: list variables as X,Y")
-    check_names(graph, names)
-    twice = [n for i, n in enumerate(names) if n in names[:i]]
-    if twice:
-        raise UsageError(f"--wrt lists '{twice[0]}' twice")
-    return names
+    return wrt_names(graph, wrt)
 
 
 def run(args, env):

@@ -4,7 +4,7 @@ at one point or (with --points) at every row of a points file."""
 import argparse
 
 from ..errors import UsageError
-from .common import Exit, input_values, load, numerical, report_nonfinite
+from .common import Exit, input_values, load, numerical, report_nonfinite, wrt_names
 from .context import Command
 from .output import Format, Result, node_records, write
 
@@ -96,19 +96,7 @@ def run(args, env):
 
 def gradient_names(graph, args):
     """The variables whose gradient is shown: --wrt's, in its order, else all, sorted."""
-    from ..core.passes import check_names
-    if args.command is not Command.GRAD:
-        return []
-    if args.wrt is None:
-        return sorted(graph.inputs)
-    names = [n.strip() for n in args.wrt.split(',')]
-    if not all(names):
-        raise UsageError(f"--wrt '{args.wrt}' has an empty name: list variables as X,Y")
-    check_names(graph, names)
-    twice = [n for i, n in enumerate(names) if n in names[:i]]
-    if twice:
-        raise UsageError(f"--wrt lists '{twice[0]}' twice")
-    return names
+    return wrt_names(graph, args.wrt) if args.command is Command.GRAD else []
 
 
 def compute(graph, inputs, names, args, env):

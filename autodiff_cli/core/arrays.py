@@ -35,18 +35,6 @@ def sign(x):  # torch.sgn: zero for zero and for nan
     return np.where(x > 0, 1.0, np.where(x < 0, -1.0, 0.0))
 
 
-def eq(a, b):
-    return np.equal(a, b).astype(np.float64)
-
-
-def lt(a, b):
-    return np.less(a, b).astype(np.float64)
-
-
-def ge(a, b):
-    return np.greater_equal(a, b).astype(np.float64)
-
-
 def where(condition, a, b):
     return np.where(condition, a, b)
 
@@ -154,6 +142,18 @@ def clamp(x, low, high):
 
 
 # ---- the language's logic (primitives.LOGIC): 1.0 or 0.0, and `if` ----
+
+def eq(a, b):
+    return np.equal(a, b).astype(np.float64)
+
+
+def lt(a, b):
+    return np.less(a, b).astype(np.float64)
+
+
+def ge(a, b):
+    return np.greater_equal(a, b).astype(np.float64)
+
 
 def le(a, b):
     return np.less_equal(a, b).astype(np.float64)

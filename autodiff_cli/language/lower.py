@@ -19,7 +19,7 @@ from itertools import repeat
 from operator import itemgetter
 
 from ..core.graph import Branch, Graph, Node
-from ..core.primitives import CONSTANTS, FUNCTIONS
+from ..core.primitives import CONSTANTS, FUNCTIONS, LOGIC
 from ..errors import AdgradError, did_you_mean
 from .parse import parse
 
@@ -35,7 +35,8 @@ KEYWORDS = frozenset({'if', 'and', 'or', 'not', 'input', 'grad'})
 ALIASES = {'ln': 'log', 'detach': 'stop_gradient'}
 # Names check_name() has something to say about, besides blocks.
 _RESERVED = frozenset(KEYWORDS | set(FUNCTIONS) | set(ALIASES) | set(CONSTANTS))
-_COMPARISONS = {'<': 'lt', '<=': 'le', '>': 'gt', '>=': 'ge', '==': 'eq', '!=': 'ne'}
+# The grammar's COMPARE terminal to its op, from the table's own symbols.
+_COMPARISONS = {row.symbol: row.name for row in LOGIC if row.symbol and not row.symbol.isalpha()}
 _UPDATES = {'+=': 'add', '-=': 'sub', '*=': 'mul', '/=': 'div', '^=': 'pow'}
 _NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_]*')
 _new_node = tuple.__new__   # Node(...) without NamedTuple's keyword handling: 3x cheaper
