@@ -83,3 +83,30 @@ def test_generated_programs_are_valid_and_inlining_keeps_their_meaning():
         text, inlined, _ = gen.program(random.Random(seed))
         lower(text)
         assert all(node.block is None for node in lower(inlined).nodes)
+
+
+def test_the_inlining_oracle_skips_only_non_finite_gradients():
+    """Sharing against duplication may turn an inf gradient into nan (0*inf), as in
+    PyTorch: not a wrong number. Finite gradients and values are still compared."""
+    import json
+    from tests.fuzz.check import problems
+    from tests.helpers import Run
+
+    def runs(value, grad, inlined_value, inlined_grad):
+        single = json.dumps({'value': value, 'gradient': grad})
+        batch = json.dumps({'value': value, **{f'd_{k}': v for k, v in grad.items()}})
+        inlined = json.dumps({'value': inlined_value, 'gradient': inlined_grad})
+        return [Run(0, single, ''), Run(0, batch + '\n', ''), Run(0, inlined, '')]
+
+    case = {'kind': 'numbers', 'row': 0}
+    assert problems(case, runs(1.0, {'x': 'inf', 'z': 2.0}, 1.0, {'x': 'nan', 'z': 2.0})) == []
+    assert problems(case, runs(1.0, {'x': 3.0}, 1.0, {'x': '-inf'})) == []
+    assert problems(case, runs(1.0, {'x': 3.0, 'z': 2.0}, 1.0, {'x': 'nan', 'z': 2.5})) == [
+        "wrong numbers: inlined program gives z = 2.5, the single point 2.0"]
+    assert problems(case, runs('inf', {'x': 1.0}, 'nan', {'x': 1.0})) == [
+        "wrong numbers: inlined program gives value = nan, the single point inf"]
+    assert problems(case, runs(1.0, {'x': 'inf'}, 1.0, {'x': 'inf'})) == []
+    batch_differs = runs(1.0, {'x': 'inf'}, 1.0, {'x': 'inf'})
+    batch_differs[1] = Run(0, json.dumps({'value': 1.0, 'd_x': 'nan'}) + '\n', '')
+    assert problems(case, batch_differs) == [
+        "wrong numbers: batch row gives x = nan, the single point inf"]
