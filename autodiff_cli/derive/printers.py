@@ -213,7 +213,14 @@ def _fill(template, texts):
         elif template.slots[i] >= 3 and text.startswith('-') and template.text.startswith('-'):
             text = f'({text})'                      # never `--x`
         parts.append(text)
-    return _SLOT.sub(lambda m: parts[int(m.group(1))], template.text)
+    pieces = _PIECES.get(template.text)
+    if pieces is None:
+        pieces = _PIECES[template.text] = [int(p) if k % 2 else p
+                                           for k, p in enumerate(_SLOT.split(template.text))]
+    return ''.join([p if type(p) is str else parts[p] for p in pieces])
+
+
+_PIECES = {}     # template text -> its literal pieces and slot numbers, alternating
 
 
 # ---- numbers and names, per language ----
@@ -361,32 +368,33 @@ def lay_out(derivative, table, number, variable=lambda n: n, reserved=lambda n: 
     for (label, ref), wanted in zip(derivative.results, labels):
         if isinstance(ref, Ref) and nodes[ref].op not in ('input', 'const') and ref not in result_of:
             result_of[ref] = wanted
-    texts, bindings = {}, []
+    texts, bindings = [None] * len(nodes), []
     program_names = {ref: n for ref, n in tape.names.items() if ref in uses or ref in result_of}
     for i in order:
         node = nodes[i]
-        if node.op == 'input':
+        op, args = node.op, node.args
+        if op == 'input':
             texts[i] = (variables[node.name], ATOM)
             continue
-        if node.op == 'const':
+        if op == 'const':
             texts[i] = number(node.value)
             continue
-        op = node.op
         if op == 'custom':                 # a declared derivative's value is its body's
-            texts[i] = texts[node.args[0]]
+            texts[i] = texts[args[0]]
             continue
-        if op == 'mul' and all(nodes[a].op in _COMPARISONS for a in node.args):
+        if op == 'mul' and nodes[args[0]].op in _COMPARISONS and nodes[args[1]].op in _COMPARISONS:
             op = 'and'                      # (a == 0)*(b >= 0) reads as a == 0 and b >= 0
-        arguments = [texts[a] for a in node.args]
-        if op in _MIRRORED and op in table and nodes[node.args[0]].op == 'const' \
-                and nodes[node.args[1]].op != 'const' and _MIRRORED[op] in table:
+        arguments = [texts[a] for a in args]
+        if op in _MIRRORED and op in table and nodes[args[0]].op == 'const' \
+                and nodes[args[1]].op != 'const' and _MIRRORED[op] in table:
             op, arguments = _MIRRORED[op], arguments[::-1]     # 0 >= x as x <= 0
         if op == 'neg' and arguments[0][1] == 2 and not arguments[0][0].startswith('-'):
             text, precedence = '-' + arguments[0][0], 2     # -(a*b) as -a*b: the same number
         else:
-            text, precedence = _fill(table[op], arguments), table[op].precedence
+            template = table[op]
+            text, precedence = _fill(template, arguments), template.precedence
         used = uses.get(i, 0)
-        if i in result_of and used == 0:
+        if used == 0 and i in result_of:
             texts[i] = (text, precedence)             # printed last, under its label
         elif used >= 2 or len(text) > INLINE or i in result_of:
             wanted = result_of.get(i) or program_names.get(i)

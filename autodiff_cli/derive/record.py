@@ -21,12 +21,11 @@ from functools import partial
 from ..core.graph import Graph, Node
 from ..core.passes import backward
 from ..core.primitives import PRIMITIVES
-from .simplify import SIMPLIFY
+from .simplify import SIMPLIFY, Ref
 
 
-class Ref(int):
-    """A node of the tape being recorded (its id); floats are constants."""
-    __slots__ = ()
+_FORWARD = {name: row.forward for name, row in PRIMITIVES.items()}
+_new_node = tuple.__new__     # Node(op, args) without namedtuple's keyword handling
 
 
 def const_key(value):
@@ -46,8 +45,9 @@ class Tape:
         self.simplify = simplify
         self.replaying = False     # the program's own operands keep the order it wrote
         self.gates = 0             # `if` and `where` nodes recorded: none, no gate to look for
-        for name in PRIMITIVES:
-            setattr(self, name, partial(self.apply, name))
+        for name, row in PRIMITIVES.items():
+            fast = self._unary if row.arity == 1 else self._binary if row.arity == 2 else None
+            setattr(self, name, partial(fast or self.apply, name))
         self.branches = self._branches
 
     def _branches(self, condition, g):
@@ -66,7 +66,9 @@ class Tape:
         """The node for x: x itself, or a constant node for a float."""
         if isinstance(x, Ref):
             return x
-        return self._make(const_key(x), Node('const', value=float(x)))
+        key = const_key(x)
+        found = self.index.get(key)
+        return self._make(key, Node('const', value=float(x))) if found is None else found
 
     def input(self, name):
         ref = self._make(('input', name), Node('input', name=name))
@@ -79,6 +81,64 @@ class Tape:
             found = self.index[key] = Ref(len(self.nodes))
             self.nodes.append(node)
             if node.op == 'if' or node.op == 'where':
+                self.gates += 1
+        return found
+
+    # apply(), specialised by arity: one and two arguments are nearly every
+    # node, and the general loop over *args costs a third of recording.
+
+    def _unary(self, op, a):
+        if type(a) is Ref:
+            node = self.nodes[a]
+            if node.op == 'const':
+                return float(_FORWARD[op](node.value))
+        else:
+            return float(_FORWARD[op](a))
+        if self.simplify:
+            rule = SIMPLIFY.get(op)
+            if rule is not None:
+                result = rule(self, a)
+                if result is not None:
+                    return result
+        return self._record((op, a))
+
+    def _binary(self, op, a, b):
+        nodes = self.nodes
+        a_is_node = type(a) is Ref
+        if a_is_node:
+            node = nodes[a]
+            if node.op == 'const':
+                a, a_is_node = node.value, False
+        if type(b) is Ref:
+            node = nodes[b]
+            if node.op == 'const':
+                b = node.value
+            elif self.simplify:
+                return self._simplified(op, a, b)
+            else:
+                return self._record((op, a if a_is_node else self.ref(a), b))
+        elif not a_is_node:
+            return float(_FORWARD[op](a, b))
+        if self.simplify:
+            return self._simplified(op, a, b)
+        return self._record((op, a, self.ref(b)) if a_is_node else (op, self.ref(a), b))
+
+    def _simplified(self, op, a, b):
+        rule = SIMPLIFY.get(op)
+        if rule is not None:
+            result = rule(self, a, b)
+            if result is not None:
+                return result
+        return self._record((op, a if type(a) is Ref else self.ref(a),
+                             b if type(b) is Ref else self.ref(b)))
+
+    def _record(self, key):
+        """The node for key = (op, *argument ids): found, or made."""
+        found = self.index.get(key)
+        if found is None:
+            found = self.index[key] = Ref(len(self.nodes))
+            self.nodes.append(_new_node(Node, (key[0], key[1:], None, None, None, None)))
+            if key[0] == 'if' or key[0] == 'where':
                 self.gates += 1
         return found
 
@@ -108,8 +168,7 @@ class Tape:
                 result = rule(self, *args)
                 if result is not None:
                     return result
-        ids = tuple(self.ref(a) for a in args)
-        return self._make((op, *ids), Node(op, ids))
+        return self._record((op, *[self.ref(a) for a in args]))
 
     # ---- looking at what was recorded (for simplify.py) ----
 
@@ -132,16 +191,24 @@ def replay(graph, tape):
     constant. The program's binding names are kept for printing."""
     values = []
     tape.replaying = True
+    unary, binary = tape._unary, tape._binary
     for node in graph.nodes:
-        if node.op == 'input':
+        op, args = node.op, node.args
+        if op == 'input':
             values.append(tape.input(node.name))
-        elif node.op == 'const':
+            continue
+        if op == 'const':
             values.append(float(node.value))
+            continue
+        if len(args) == 2:
+            value = binary(op, values[args[0]], values[args[1]])
+        elif len(args) == 1:
+            value = unary(op, values[args[0]])
         else:
-            value = getattr(tape, node.op)(*[values[a] for a in node.args])
-            if node.name and isinstance(value, Ref) and tape.nodes[value].op != 'input':
-                tape.names.setdefault(value, node.name)
-            values.append(value)
+            value = getattr(tape, op)(*[values[a] for a in args])
+        if node.name and isinstance(value, Ref) and tape.nodes[value].op != 'input':
+            tape.names.setdefault(value, node.name)
+        values.append(value)
     tape.replaying = False
     for name in graph.inputs:
         tape.input(name)
@@ -160,6 +227,7 @@ class Derivative:
 
     def __init__(self, tape, results, source=''):
         self.tape, self.results, self.source = tape, list(results), source
+        self._reachable = None
 
     def graph(self, index=0):
         """The tape as a Graph whose output is the result at `index` (a
@@ -168,7 +236,13 @@ class Derivative:
         return Graph(self.tape.nodes, output, dict(self.tape.inputs), {}, self.source)
 
     def reachable(self):
-        """Ids of the nodes the results depend on, in tape order."""
+        """Ids of the nodes the results depend on, in tape order (found once:
+        the results are fixed, and nodes recorded later cannot be theirs)."""
+        if self._reachable is None:
+            self._reachable = self._walk()
+        return self._reachable
+
+    def _walk(self):
         nodes = self.tape.nodes
         seen = bytearray(len(nodes))
         stack = [r for _, r in self.results if isinstance(r, Ref)]

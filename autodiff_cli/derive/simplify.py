@@ -13,6 +13,13 @@ float64 numbers, inf and nan included, up to the sign of a zero: x*1, x+0,
 import math
 
 
+class Ref(int):
+    """A node of the tape being recorded (its id); floats are constants.
+    (Defined here, below record.py, which imports it, so that these rules
+    can tell a node from a constant by its type alone.)"""
+    __slots__ = ()
+
+
 def _gated(tape, x):
     """(condition, a, taken) when x is if(c, a, 0) (taken True) or
     if(c, 0, a) (taken False): a derivative that exists on one side only."""
@@ -48,26 +55,30 @@ def _negated(tape, x):
 
 
 def _add(tape, a, b):
-    ga, gb = _gated(tape, a), _gated(tape, b)
-    if ga is not None and gb is not None and ga[0] == gb[0]:
-        if ga[2] == gb[2]:       # both on one side: if(c, a + b, 0)
-            return _gate(tape, ga, tape.add(ga[1], gb[1]))
-        taken, untaken = (ga, gb) if ga[2] else (gb, ga)
-        return tape.apply('if', ga[0], taken[1], untaken[1])   # if(c, a, 0) + if(c, 0, b)
-    if _is(tape, b, 0.0):
+    # An argument is a Ref of a node that is not a constant, or a float
+    # (record.py folds constant nodes to their numbers before calling here):
+    # so `type(x) is Ref` is tape.value(x) is None, without the calls.
+    if tape.gates:
+        ga, gb = _gated(tape, a), _gated(tape, b)
+        if ga is not None and gb is not None and ga[0] == gb[0]:
+            if ga[2] == gb[2]:       # both on one side: if(c, a + b, 0)
+                return _gate(tape, ga, tape.add(ga[1], gb[1]))
+            taken, untaken = (ga, gb) if ga[2] else (gb, ga)
+            return tape.apply('if', ga[0], taken[1], untaken[1])   # if(c, a, 0) + if(c, 0, b)
+    a_node, b_node = type(a) is Ref, type(b) is Ref
+    if not b_node and b == 0.0:
         return a
-    if _is(tape, a, 0.0):
+    if not a_node and a == 0.0:
         return b
-    nb = _negated(tape, b)
-    if nb is not None:
-        return tape.sub(a, nb)                 # a + -b -> a - b
-    na = _negated(tape, a)
-    if na is not None:
-        return tape.sub(b, na)                 # -a + b -> b - a
-    if tape.value(a) is not None and tape.value(b) is None:
-        return tape.add(b, a)                  # constants last: x + 1
-    if a == b and type(a) is type(b) and not tape.exact:
-        return tape.mul(2.0, a)                # a + a -> 2*a
+    nodes = tape.nodes
+    if b_node and nodes[b].op == 'neg':
+        return tape.sub(a, nodes[b].args[0])     # a + -b -> a - b
+    if a_node and nodes[a].op == 'neg':
+        return tape.sub(b, nodes[a].args[0])     # -a + b -> b - a
+    if not a_node and b_node:
+        return tape.add(b, a)                    # constants last: x + 1
+    if a == b and a_node and b_node and not tape.exact:
+        return tape.mul(2.0, a)                  # a + a -> 2*a
     return None
 
 
@@ -86,11 +97,13 @@ def _sub(tape, a, b):
 
 
 def _mul(tape, a, b):
-    for x, y in ((a, b), (b, a)):
-        gate = _gated(tape, x)
-        if gate is not None:     # if(c, g, 0)*y -> if(c, g*y, 0): y is never met untaken
-            return _gate(tape, gate, tape.mul(gate[1], y))
-    va, vb = tape.value(a), tape.value(b)
+    if tape.gates:
+        for x, y in ((a, b), (b, a)):
+            gate = _gated(tape, x)
+            if gate is not None:     # if(c, g, 0)*y -> if(c, g*y, 0): y is never met untaken
+                return _gate(tape, gate, tape.mul(gate[1], y))
+    va = None if type(a) is Ref else a           # a constant's value (see _add)
+    vb = None if type(b) is Ref else b
     if tape.exact:
         return _mul_exact(tape, a, b, va, vb)
     if va == 0.0 or vb == 0.0:
@@ -101,25 +114,27 @@ def _mul(tape, a, b):
         return b
     if va == -1.0:
         return tape.neg(b)
-    na, nb = _negated(tape, a), _negated(tape, b)
-    if na is not None:
-        return tape.neg(tape.mul(na, b))       # (-a)*b -> -(a*b), exact
-    if nb is not None:
-        return tape.neg(tape.mul(a, nb))
+    nodes = tape.nodes
+    op_a = 'const' if va is not None else nodes[a].op
+    op_b = nodes[b].op
+    if op_a == 'neg':
+        return tape.neg(tape.mul(nodes[a].args[0], b))    # (-a)*b -> -(a*b), exact
+    if op_b == 'neg':
+        return tape.neg(tape.mul(a, nodes[b].args[0]))
     if va is not None and va < 0:
         return tape.neg(tape.mul(-va, b))      # -2*x prints as -2*x, reads as -(2*x)
-    if va is not None and tape.op(b) == 'mul':
-        inner, rest = tape.args(b)
+    if va is not None and op_b == 'mul':
+        inner, rest = nodes[b].args
         vi = tape.value(inner)
         if vi is not None:
             return tape.mul(va * vi, rest)     # merged constant factors: 2*(3*x) -> 6*x
         if tape.op(inner) == 'mul' and tape.value(tape.args(inner)[0]) is not None:
             c, first = tape.args(inner)        # 2*(3*x*y) -> 6*x*y
             return tape.mul(tape.mul(va * tape.value(c), first), rest)
-    if va is None and tape.op(b) == 'mul' and tape.value(tape.args(b)[0]) is not None:
-        c, rest = tape.args(b)
+    if va is None and op_b == 'mul' and tape.value(nodes[b].args[0]) is not None:
+        c, rest = nodes[b].args
         return tape.mul(tape.mul(c, a), rest)  # x*(2*y) -> 2*x*y: the constant out front
-    if va is None and not tape.replaying and tape.op(a) != 'mul' and tape.op(b) != 'mul' and b < a:
+    if va is None and not tape.replaying and op_a != 'mul' and op_b != 'mul' and b < a:
         return tape.mul(b, a)                  # y*x -> x*y: one order for one product
     if a == b and va is None and vb is None:
         return tape.pow(a, 2.0)                # x*x -> x^2 (both correctly rounded)
