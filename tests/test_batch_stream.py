@@ -161,6 +161,28 @@ def test_without_pyarrow_the_same_bytes(tmp_path, monkeypatch, arrow_always):
     assert fast.code == slow.code == 0 and fast.out == slow.out
 
 
+# Where orjson and repr spell a number differently (below 1e-4, non-finite), and around
+SPELLED = [1e-05, 3.0, -2.5e-07, 1e-4, 0.00015, 9.99e-05, 1e15, 1e16, 1.5e20, -0.0, 0.0, 5e-324,
+           1234567890123456.8, 0.1, 'inf', '-inf', 'nan', 1.7976931348623157e308]
+
+
+@pytest.mark.parametrize('reader', ['pyarrow', 'python'])
+def test_numbers_are_spelled_as_a_single_point_spells_them(tmp_path, monkeypatch, arrow_always,
+                                                          reader):
+    if reader == 'python':
+        from autodiff_cli.cli import points
+        monkeypatch.setattr(points, '_pyarrow_csv', lambda: None)
+    xs = [str(v) if isinstance(v, str) else repr(v) for v in SPELLED]
+    path = _file(tmp_path, 'p.csv', 'x,y\n' + ''.join(f'{x},2\n' for x in xs))
+    run = run_main(['grad', 'x*y', '--points', path])
+    assert run.code == 0
+    got = _csv_rows(run.out)
+    for x, row in zip(xs, got[1:]):
+        single = _csv_rows(run_main(['grad', 'x*y', f'x={x}', 'y=2', '--format', 'csv']).out)
+        assert got[0] == single[0] and row[2:] == single[1][2:], x  # the input cells echoed
+    assert [row[4] for row in got[1:]] == xs  # d_y = x, as repr writes it
+
+
 def test_a_bad_row_past_the_first_chunks_leaves_stdout_empty(tmp_path, tiny_chunks):
     path = _file(tmp_path, 'p.csv', 'x\n' + '1\n' * 50 + 'oops\n')
     run = run_main(['eval', 'x', '--points', path])

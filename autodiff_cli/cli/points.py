@@ -25,7 +25,7 @@ import sys
 from ..errors import AdgradError
 
 CHUNK_ROWS = 65536
-_READ_BYTES = 1 << 20  # 1 MiB of input at a time: its buffers stay small and reused
+_READ_BYTES = 1 << 22  # 4 MiB of input at a time: few chunks, and their buffers stay small
 _ARROW_BYTES = 1 << 19  # a smaller file is read without importing pyarrow
 
 # A key that a JSON object lacks: empty in CSV, left out again in JSON Lines.
@@ -154,6 +154,10 @@ class Source:
 
     def fast_columns(self, chunk, wanted, fills):
         return None if chunk.table is None else _table_columns(self, chunk, wanted, fills)
+
+    def arrow(self, chunk):
+        """pyarrow.csv where pyarrow reads this source's text (it then writes the rows too)."""
+        return None
 
     def quick(self, cells):
         """Text cells as numbers, raising on anything but a number (float()'s rules)."""
@@ -363,16 +367,17 @@ class CsvSource(Source):
         chunk.maybe_blank = len(self.header) > 1 or _maybe_blank(block)
         return chunk
 
-    def fast_columns(self, chunk, wanted, fills):
-        """pyarrow's C reader over a block whose lines are its records; None when it cannot
-        say exactly (the slow path then names the row to blame)."""
-        if chunk.block is None or not len(chunk):
-            return None
+    def arrow(self, chunk):
         if self._arrow is False:
             if len(chunk.block) < _ARROW_BYTES:
                 return None  # float() is quicker than importing pyarrow (~0.1 s)
             self._arrow = _pyarrow_csv()
-        if self._arrow is None:
+        return self._arrow
+
+    def fast_columns(self, chunk, wanted, fills):
+        """pyarrow's C reader over a block whose lines are its records; None when it cannot
+        say exactly (the slow path then names the row to blame)."""
+        if chunk.block is None or not len(chunk) or self.arrow(chunk) is None:
             return None
         if len(self.header) == 1:
             chunk.drop_blank()  # a blank line would read as an empty cell
