@@ -55,9 +55,12 @@ class _Recorder:
         self.calls = []
 
     def __getattr__(self, name):
-        def record(children):
+        def record(stack, size):
+            # As a builder's method: the rule's children are the top of the
+            # stack, replaced with its value.
+            children = stack[-size:]
             self.calls.append((name, () if name == 'inputs' else _shape(children)))
-            return '*'
+            stack[-size:] = ['*']
         return record
 
 

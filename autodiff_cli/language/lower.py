@@ -80,7 +80,8 @@ class Template:
 
     def plan(self):
         """The body's nodes as columns, made once for every copy (see
-        Lowering.copy): op, name, value and span of each copied node; where
+        Lowering.copy): whether the body is plain (no calls or ifs); the tape
+        ids it uses; op, name, value and span of each copied node; where
         its block comes from; and its arguments as slices of one flat tuple
         gathered from the copy's table of ids, which holds the parameters'
         arguments, then the new nodes' ids, then the tape ids the body uses."""
@@ -94,7 +95,9 @@ class Template:
                 slices.append(slice(len(flat), len(flat) + len(node.args)))
                 flat += [~a if a < 0 else where[a] for a in node.args]
             calls = len(self.instances)   # a node outside any call gets the copy's own call
-            self._plan = (tuple(tape_ids), _gatherer(flat), slices,
+            # Whether a copy is plain: no calls or ifs inside to renumber.
+            plain = not self.instances and not self.branches
+            self._plan = (plain, tuple(tape_ids), _gatherer(flat), slices,
                           [node.op for node in body], [node.name for node in body],
                           [node.value for node in body], [node.span for node in body],
                           [calls if node.block is None else node.block for node in body])
@@ -116,6 +119,17 @@ def _plural(n, word):
 
 def _clip(name, limit=40):
     return name if len(name) <= limit else name[:limit - 1] + '…'
+
+
+def _children(method):
+    """A builder method of its rule's children, as a list, that returns the
+    rule's value: as the driver calls it, on the value stack (parse.py)."""
+    def reduce(self, stack, size):
+        children = stack[-size:]
+        del stack[-size:]
+        stack.append(method(self, children))
+    reduce.__name__ = method.__name__
+    return reduce
 
 
 class Lowering:
@@ -199,20 +213,24 @@ class Lowering:
     def statement_ends(self):
         self.mark = len(self.nodes)
 
-    def bare(self, children):
+    def bare(self, stack, size):
         self.statement_begins()
-        start, _, node_id = children[0]
+        start, _, node_id = stack[-1]
+        stack[-1] = None
         self.last_bare = (node_id, start)
         self.output = node_id
         self.statement_ends()
 
-    def binding(self, children):
-        name, _, (start, end, node_id) = children
+    def binding(self, stack, size):
+        name, _, (start, end, node_id) = stack[-3:]
+        del stack[-2:]
+        stack[-1] = None
         if self.last_bare is not None:
             self.statement_begins()   # raises
         self.statements += 1
         self.bind(name, node_id, (start, end))
 
+    @_children
     def update(self, children):
         name, (_, op_start, _, op), value = children
         self.statement_begins()
@@ -263,11 +281,13 @@ class Lowering:
             self.notes.append(f"'{name}' is this program's own {what} from here on, "
                               f"not the constant {name} = {CONSTANTS[name]!r}")
 
+    @_children
     def input_head(self, children):
         self.statement_begins()
         self.mark = len(self.nodes)
         return children[0]
 
+    @_children
     def default(self, children):
         (_, start, end, name), _, value = children
         used_at, _, node_id = value
@@ -306,11 +326,13 @@ class Lowering:
         self.branches = [b for b in self.branches if b.node < first]
         return value
 
+    @_children
     def inputs(self, children):
         self.statement_ends()
 
     # ---- blocks ----
 
+    @_children
     def block_head(self, children):
         (_, start, _, name), _, arguments, _, _ = children
         self.statement_begins()
@@ -345,6 +367,7 @@ class Lowering:
         for name in self.body.params:
             self.emit('param', (), None, name=name)
 
+    @_children
     def block(self, children):
         name, value = children
         _, _, node_id = value
@@ -353,6 +376,7 @@ class Lowering:
         self.leave()
         self.statement_ends()
 
+    @_children
     def grad_head(self, children):
         _, (_, start, _, name), _, arguments, _, _ = children
         self.statement_begins()
@@ -373,14 +397,17 @@ class Lowering:
         self.emit_slots()
         return name
 
+    @_children
     def partial(self, children):
         (_, _, node_id), = children
         return [node_id]
 
+    @_children
     def partial_list(self, children):
         _, first, _, rest, _ = children
         return [node_id for _, _, node_id in [first, *rest]]
 
+    @_children
     def custom_grad(self, children):
         name, partials = children
         block = self.blocks[name]
@@ -395,50 +422,56 @@ class Lowering:
 
     # ---- expressions ----
 
-    def number(self, children):
-        _, start, end, text = children[0]
+    def number(self, stack, size):
+        _, start, end, text = stack[-1]
         target = self.target   # emit(), inlined: one per number in the text
         if len(target) >= MAX_NODES:
             raise self.too_many((start, end))
         target.append(_new_node(Node, ('const', (), None, float(text), (start, end), None)))
-        return (start, end, (len(target) - 1) ^ self.flip)
+        stack[-1] = (start, end, (len(target) - 1) ^ self.flip)
 
-    def variable(self, children):
-        _, start, end, name = children[0]
+    def variable(self, stack, size):
+        _, start, end, name = stack[-1]
         node_id = self.names.get(name) if self.body is None else None
-        return (start, end, self.resolve(name, start, end) if node_id is None else node_id)
+        stack[-1] = (start, end, self.resolve(name, start, end) if node_id is None else node_id)
 
-    def group(self, children):
-        (_, start, _, _), (_, _, node_id), (_, _, end, _) = children
-        return (start, end, node_id)
+    def group(self, stack, size):
+        (_, start, _, _), (_, _, node_id), (_, _, end, _) = stack[-3:]
+        del stack[-2:]
+        stack[-1] = (start, end, node_id)
 
-    def arguments(self, children):
-        if len(children) == 1:
-            return [children[0]]
-        arguments, _, value = children
-        arguments.append(value)
-        return arguments
+    def arguments(self, stack, size):
+        if size == 1:
+            stack[-1] = [stack[-1]]
+        else:
+            value = stack.pop()
+            del stack[-1]
+            stack[-1].append(value)
 
-    def compare(self, children):
-        (start, _, a), (_, _, _, op), (_, end, b) = children
-        span = (start, end)
-        return (start, end, self.emit(_COMPARISONS[op], (a, b), span))
+    def compare(self, stack, size):
+        (start, _, a), (_, _, _, op), (_, end, b) = stack[-3:]
+        del stack[-2:]
+        stack[-1] = (start, end, self.emit(_COMPARISONS[op], (a, b), (start, end)))
 
     # ---- conditionals ----
 
+    @_children
     def if_head(self, children):
         self.push_mark()
         return children[0]
 
+    @_children
     def then_mark(self, children):
         self.push_mark()
 
+    @_children
     def else_mark(self, children):
         self.push_mark()
 
     def push_mark(self):
         self.marks.append(len(self.target))
 
+    @_children
     def conditional(self, children):
         (_, start, _, _), condition, _, then, _, otherwise, (_, _, end, _) = children
         else_start = self.marks.pop()
@@ -454,8 +487,33 @@ class Lowering:
 
     # ---- calls ----
 
-    def call(self, children):
-        (_, start, _, name), _, arguments, (_, _, end, _) = children
+    def call(self, stack, size):
+        (_, start, _, name), _, arguments, (_, _, end, _) = stack[-4:]
+        del stack[-3:]
+        block = self.blocks.get(name)
+        if block is not None and block.grad is None and self.body is None \
+                and len(arguments) == len(block.params):
+            plan = block._plan or block.plan()
+            if plan[0] and len(self.nodes) + len(plan[3]) <= MAX_NODES:
+                # A plain call on the tape, the hot path of a program of blocks:
+                # copy(), inlined for a body with no calls or ifs of its own.
+                _, tape_ids, gather, slices, ops, names, values, spans, _ = plan
+                target = self.nodes
+                base = len(target)
+                count = self.instances[name] = self.instances.get(name, 0) + 1
+                self.called.add(name)
+                local = [a for _, _, a in arguments]
+                local += range(base, base + len(ops))
+                local += tape_ids
+                flat = gather(local)
+                target.extend(map(_new_node, _NODE, zip(ops, map(flat.__getitem__, slices), names,
+                                                         values, spans, repeat(f'{name}#{count}'))))
+                out = block.outputs[0]
+                stack[-1] = (start, end, local[~out] if out < 0 else out)
+                return
+        stack[-1] = self.called_value(name, arguments, start, end)
+
+    def called_value(self, name, arguments, start, end):
         row = FUNCTIONS.get(name)
         if row is not None and len(arguments) == row.arity and name not in self.blocks:
             # A built-in function with its plain arity (every other case,
@@ -558,7 +616,7 @@ class Lowering:
         into_body = self.body is not None
         target = self.target
         slots = len(template.params)
-        tape_ids, gather, slices, ops, names, values, spans, blocks = (
+        _, tape_ids, gather, slices, ops, names, values, spans, blocks = (
             template._plan or template.plan())
         base = len(target)
         count = len(ops)
@@ -625,21 +683,23 @@ class Lowering:
 
 
 def _binary(op):
-    def build(self, children):
+    def build(self, stack, size):
         """`a OP b`: one node; emit() inlined, as this runs once per operator."""
-        (start, _, a), _, (_, end, b) = children
+        (start, _, a), _, (_, end, b) = stack[-3:]
+        del stack[-2:]
         target = self.target
         if len(target) >= MAX_NODES:
             raise self.too_many((start, end))
         target.append(_new_node(Node, (op, (a, b), None, None, (start, end), None)))
-        return (start, end, (len(target) - 1) ^ self.flip)
+        stack[-1] = (start, end, (len(target) - 1) ^ self.flip)
     return build
 
 
 def _unary(op):
-    def build(self, children):
-        (_, start, _, _), (_, end, a) = children
-        return (start, end, self.emit(op, (a,), (start, end)))
+    def build(self, stack, size):
+        (_, start, _, _), (_, end, a) = stack[-2:]
+        del stack[-1]
+        stack[-1] = (start, end, self.emit(op, (a,), (start, end)))
     return build
 
 

@@ -16,7 +16,6 @@ import json
 import os
 import re
 import zlib
-from collections import defaultdict
 from itertools import accumulate, chain, compress, repeat
 from operator import and_, attrgetter, eq, gt, is_
 
@@ -126,6 +125,9 @@ class _Parser:
             else:
                 mode = CALL
             self.rules.append((origin, size, mode, rule['callback']))
+        # Per rule, where reducing it leads: {state below: {lookahead: (state,
+        # its actions, the action there)}}, filled in as parses meet them (climb).
+        self.climbs = [{} for _ in self.rules]
 
     def classify(self, text):
         """The kind of a piece of text: its terminal, IGNORED or UNEXPECTED,
@@ -179,16 +181,18 @@ class _Parser:
             pos, size = ends[-1], _CHUNK
         yield [('$END', length, length, '')]
 
-    def goto(self, below, origin, kind):
-        """The state after a reduction to `origin` over state `below`, and
-        after every one-child `?rule` or structural reduction that `kind`
-        then causes in a row: an operand climbing the precedence ladder
-        reduces once per rung, and a statement or a separator becomes a list
-        of them, each replacing only the top state, so the driver jumps to
-        where the climb ends (remembered per rule origin, state below and
-        lookahead). ~state if a structural reduction on the way dropped the
-        top value (it becomes None)."""
-        top, dropped = self.states[below][origin], False
+    def climb(self, rule, below, kind):
+        """Where a reduction by `rule` over state `below` leads with `kind` next:
+        (state, its actions, the action on `kind` there, or _STUCK).
+
+        The state is the one after the reduction, and after every one-child
+        `?rule` or structural reduction that `kind` then causes in a row: an
+        operand climbing the precedence ladder reduces once per rung, and a
+        statement or a separator becomes a list of them, each replacing only
+        the top state and leaving the value as it is, so the driver jumps to
+        where the climb ends. Remembered per rule, state below and lookahead."""
+        origin = self.rules[rule][0]
+        top = self.states[below][origin]
         while True:
             action = self.states[top].get(kind)
             if action is None or action >= 0:
@@ -196,9 +200,11 @@ class _Parser:
             origin, size, mode, _ = self.rules[~action]
             if size != 1 or mode == CALL:
                 break
-            dropped = dropped or mode == DISCARD
             top = self.states[below][origin]
-        return ~top if dropped else top
+        actions = self.states[top]
+        leads = self.climbs[rule].setdefault(below, {})[kind] = (
+            top, actions, actions.get(kind, _STUCK))
+        return leads
 
     def expected(self, actions, kind, reduced):
         """The terminals a syntax error names, as Lark's parser names them."""
@@ -214,70 +220,99 @@ class _Parser:
                     expected.difference_update(words.values())
         return expected
 
+    def reducers(self, builder):
+        """Per rule, what its reduction does to the value stack: the builder's
+        method of the rule's name for a rule that builds, called with the
+        stack and the rule's size, which replaces the rule's children on top
+        of the stack with its value; else nothing (a one-child rule passes
+        its child on, and a one-child structural rule leaves it: nothing reads
+        it), or the structural rule's children replaced with None."""
+        reducers = []
+        for _, size, mode, name in self.rules:
+            if mode == CALL:
+                reducers.append(getattr(builder, name))
+            else:
+                reducers.append(_leave if size == 1 else _drop)
+        return reducers
+
     def parse(self, text, builder):
         """Drive `builder` through the whole text.
 
         One loop shifts and reduces: it is the hot path for machine-made
-        programs of 10^6 tokens, so it keeps everything in locals.
+        programs of 10^6 tokens, so it keeps everything in locals and takes
+        the fewest steps it can per token: a shift is one lookup and three
+        stores; a reduction reads its rule, the state it climbs to (see
+        climb), calls its reducer and cuts the state stack in one slice.
+        A lookup that fails (KeyError, or _STUCK after a reduction) is the
+        rare case: a keyword, the end, or a syntax error, sorted out in stuck().
         """
-        states, end_state, goto = self.states, self.end, self.goto
-        after = {origin: defaultdict(dict) for origin, _, _, _ in self.rules}
-        rules = [(origin, size, mode, getattr(builder, name) if mode == CALL else None,
-                  after[origin]) for origin, size, mode, name in self.rules]
+        states = self.states
+        # A reduce action is ~rule, a negative index: rules[~rule] read from the end.
+        rules = [(-1 - size, slice(-size, None) if size else slice(_PAST_END, None),
+                  reduce, size, climbs, rule)
+                 for rule, ((_, size, _, _), reduce, climbs)
+                 in enumerate(zip(self.rules, self.reducers(builder), self.climbs))][::-1]
         state_stack = [self.start]
         value_stack = []
         actions = states[self.start]
         for token in chain.from_iterable(self.chunks(text)):
             kind = token[0]
-            reduced = False
-            while True:
-                action = actions.get(kind)
+            try:
+                action = actions[kind]
+            except KeyError:
+                kind, token, action = self.stuck(actions, token, state_stack, False)
                 if action is None:
-                    if type(kind) is tuple:
-                        # A keyword the parser can take here (or a word that
-                        # fits nowhere) is the keyword; otherwise it is a name.
-                        regular, keyword = kind
-                        kind = keyword if keyword in actions or regular not in actions else regular
-                        token = (kind, *token[1:])
-                        continue
-                    if kind == '$END' and state_stack[-1] == end_state:
-                        return
-                    if kind == UNEXPECTED:
-                        raise _Unexpected(None, token[1])
-                    raise _Unexpected(token, token[1],
-                                      self.expected(actions, kind, reduced or kind == '$END'))
-                if action >= 0:
-                    break
-                origin, size, mode, build, tops = rules[~action]
-                if mode == CALL:
-                    if size == 1:
-                        value_stack[-1] = build(value_stack[-1:])
-                    else:
-                        children = value_stack[-size:]
-                        del value_stack[-size:]
-                        value_stack.append(build(children))
-                    del state_stack[-size:]
-                elif mode == DISCARD:
-                    if size:
-                        del value_stack[-size:]
-                        del state_stack[-size:]
-                    value_stack.append(None)
-                else:   # PASS: the value stays; only reached where no goto came first
-                    del state_stack[-1]
-                climbs = tops[state_stack[-1]]
-                top = climbs.get(kind)
-                if top is None:
-                    top = climbs[kind] = goto(state_stack[-1], origin, kind)
-                if top < 0:
-                    top = ~top
-                    value_stack[-1] = None
-                state_stack.append(top)
-                actions = states[top]
-                reduced = True
-            state_stack.append(action)
-            value_stack.append(token)
-            actions = states[action]
+                    return
+            while action < 0:
+                below, cut, reduce, size, climbs, rule = rules[action]
+                under = state_stack[below]
+                try:
+                    top, actions, action = climbs[under][kind]
+                except KeyError:
+                    top, actions, action = self.climb(rule, under, kind)
+                reduce(value_stack, size)
+                state_stack[cut] = (top,)
+            try:
+                state_stack.append(action)
+                value_stack.append(token)
+                actions = states[action]
+            except IndexError:   # _STUCK after a reduction: the end, or an error
+                del state_stack[-1], value_stack[-1]
+                self.stuck(actions, token, state_stack, True)
+                return
         raise AssertionError('the lexer ends every text with $END')
+
+    def stuck(self, actions, token, state_stack, reduced):
+        """A token with no action in this state: a word that is both a name and
+        a keyword, resolved here (kind, token, action); the end of a whole
+        program (None for the action); or a syntax error, raised. (After a
+        reduction the kind is already resolved: only the last two.)"""
+        kind = token[0]
+        if type(kind) is tuple:
+            # A keyword the parser can take here (or a word that fits
+            # nowhere) is the keyword; otherwise it is a name.
+            regular, keyword = kind
+            kind = keyword if keyword in actions or regular not in actions else regular
+            token = (kind, *token[1:])
+            if kind in actions:
+                return kind, token, actions[kind]
+        if kind == '$END' and state_stack[-1] == self.end:
+            return kind, token, None
+        if kind == UNEXPECTED:
+            raise _Unexpected(None, token[1])
+        raise _Unexpected(token, token[1], self.expected(actions, kind, reduced or kind == '$END'))
+
+
+_PAST_END = 1 << 62   # a slice from here on is empty at the end of any list: cutting it appends
+_STUCK = 1 << 62      # no action: past the last state, so the shift to it fails (IndexError)
+
+
+def _leave(stack, size):
+    pass
+
+
+def _drop(stack, size):
+    stack[len(stack) - size:] = (None,)
 
 
 class _Unexpected(Exception):
