@@ -238,7 +238,7 @@ class Plan:
                       'the first node where that happens', strict, warn)
 
 
-_KEPT_BYTES = 48 << 20
+_KEPT_BYTES = 32 << 20
 
 
 def _key(chunk):

@@ -287,13 +287,14 @@ class CsvSource(Source):
             head, _, rest = raw.partition(b'\n')
             fields = next(csv.reader([head.decode()], delimiter=self.delimiter), [''])
             if rest:
-                self.records = itertools.chain([(None, rest, line + 1)], self.records)
+                self.records = itertools.chain([(None, rest, (line[0] + 1, line[1]))],
+                                               self.records)
         super().__init__(name, kind, check_header(name, fields))
         self._arrow = False  # not imported yet
 
     def _records(self):
         """(fields, raw bytes, line number) per record, honouring quotes; or
-        (None, block, first line number) for a block whose lines are its
+        (None, block, (its first line number, the next's)) for a block whose lines are its
         records (no quotes, or only quotes around whole fields on one line),
         with line breaks made LF."""
         for block in self.blocks:
@@ -309,7 +310,7 @@ class CsvSource(Source):
                 continue
             line = self.line
             self.line += block.count(b'\n')
-            yield None, block, line
+            yield None, block, (line, self.line)
         if self.pending:
             block, self.pending = self.pending, b''
             yield from self._quoted(block, final=True)
@@ -360,8 +361,8 @@ class CsvSource(Source):
         if lines:
             yield Chunk(self, numbers, lines=lines, rows=rows)
 
-    def _plain(self, block, first):
-        chunk = Chunk(self, range(first, first + block.count(b'\n')), block=block)
+    def _plain(self, block, lines):
+        chunk = Chunk(self, range(*lines), block=block)
         # With two or more columns a blank line has too few fields: pyarrow
         # refuses the block, and the slow path drops it (see Chunk.rows).
         chunk.maybe_blank = len(self.header) > 1 or _maybe_blank(block)
