@@ -13,8 +13,11 @@ import numpy as np
 from . import ieee
 
 
-def sigmoid(x):  # PyTorch's formula, as ieee.sigmoid
-    return 1.0 / (1.0 + np.exp(-x))
+def sigmoid(x):  # PyTorch's formula, as ieee.sigmoid, in one buffer
+    t = np.negative(x)
+    np.exp(t, out=t)
+    np.add(t, 1.0, out=t)
+    return np.divide(1.0, t, out=t)
 
 
 def relu(x):  # nan stays nan, -0.0 stays -0.0, as torch.relu

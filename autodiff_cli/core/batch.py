@@ -70,8 +70,9 @@ def run_batch(graph, columns, rows, wrt=()):
     pages for each of the graph's nodes.
     """
     np, arrays = _arrays()
-    value = np.empty(rows)
-    gradient = {name: np.empty(rows) for name in wrt}
+    results = np.empty((1 + len(wrt), rows))  # value, then each gradient: one reduction checks all
+    value = results[0]
+    gradient = {name: results[k] for k, name in enumerate(wrt, 1)}
     first_bad, bad_rows = None, 0
     with np.errstate(all='ignore'):  # IEEE results, as in the scalar path
         for start in range(0, rows, _BLOCK):
@@ -86,11 +87,9 @@ def run_batch(graph, columns, rows, wrt=()):
                     gradient[name][start:stop] = grads[graph.inputs[name]]
             # Per-node checks cost as much as a fifth of the run: look for the
             # first non-finite node only in blocks whose results are not all
-            # finite. One sum per column says so, in one pass without a
-            # temporary (a sum that overflows only costs a search that finds
-            # nothing).
-            total = np.add.reduce(value[start:stop]) + sum(
-                np.add.reduce(g[start:stop]) for g in gradient.values())
+            # finite. One sum says so, in one pass without a temporary (a sum
+            # that overflows only costs a search that finds nothing).
+            total = np.add.reduce(results[:, start:stop], axis=None)
             if total - total == 0:
                 continue
             bad = next((i for i, v in enumerate(values) if not np.isfinite(v).all()), None)
