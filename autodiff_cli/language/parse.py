@@ -12,7 +12,6 @@ Tokens reach the builder as plain tuples (KIND, start, end, text): building
 one is several times cheaper than any object, and a parse makes one per
 token. The builder unpacks them by name.
 """
-import json
 import os
 import re
 import zlib
@@ -27,6 +26,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 # Bump when the layout of the table changes, so that an old one is refused.
 FORMAT = 2
 SHIPPED = os.path.join(_HERE, 'grammar_table.json')
+FAST_COPY = os.path.join(_HERE, 'shipped_table.py')   # the same, as literals: see grammar_table
 
 
 def grammar_text():
@@ -42,11 +42,22 @@ def grammar_text():
 
 # ---- the table ----
 
-def _read_json(path):
+def _read_table(path):
+    """The table in the JSON file at `path`: shipped_table's copy while it
+    matches the file's bytes (no json to import, no text to parse), else the
+    file parsed."""
     try:
-        with open(path, encoding='utf-8') as f:
-            return json.load(f)
-    except (OSError, ValueError):
+        with open(path, 'rb') as f:
+            data = f.read()
+    except OSError:
+        return None
+    from . import shipped_table
+    if shipped_table.JSON_CRC32 == zlib.crc32(data):
+        return shipped_table.TABLE
+    import json
+    try:
+        return json.loads(data.decode('utf-8'))
+    except ValueError:
         return None
 
 
@@ -57,7 +68,7 @@ def load_table():
     fallback: rebuild it with `python -m autodiff_cli.language.grammar_table`.
     """
     grammar = grammar_text()
-    table = _read_json(SHIPPED)
+    table = _read_table(SHIPPED)
     if not table or table.get('format') != FORMAT:
         raise TableError('the parse table is missing or of an old format')
     if table.get('grammar_crc32') != zlib.crc32(grammar.encode('utf-8')):
