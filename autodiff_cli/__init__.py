@@ -9,8 +9,25 @@
 
 __version__ = '0.1.0'
 
-from .errors import AdgradError, NumericalError  # noqa: E402
-from .core.passes import backward, forward  # noqa: E402
-from .language.lower import constant, lower  # noqa: E402
+# Where each name of the library lives. Each is imported on first use (PEP
+# 562), not here: the command line imports this package first, and commands
+# that need no library (--help, --version, completion) never load it.
+_HOMES = {
+    'AdgradError': 'errors', 'NumericalError': 'errors',
+    'backward': 'core.passes', 'forward': 'core.passes',
+    'constant': 'language.lower', 'lower': 'language.lower',
+}
+__all__ = sorted(_HOMES)
 
-__all__ = ['AdgradError', 'NumericalError', 'backward', 'constant', 'forward', 'lower']
+
+def __getattr__(name):
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(__import__(f'{__name__}.{home}', fromlist=(name,)), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted([*globals(), *_HOMES])

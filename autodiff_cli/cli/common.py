@@ -8,9 +8,10 @@ import sys
 
 from ..errors import AdgradError, NumericalError, UsageError
 
-_FLOAT = re.compile(r'[+-]?((\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|inf|infinity|nan)', re.I)
-_BINDING = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)=(.*)', re.S)
-_STATEMENT = re.compile(r'(?<![<>=!])=(?!=)|;')   # x=y=2, x=1;2: a program, not a value
+# Patterns as text, compiled (by re's cache) only for a value that needs one:
+# compiling them costs more than the rest of reading x=2 y=3 (see _is_number).
+_FLOAT = r'[+-]?((\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|inf|infinity|nan)'
+_STATEMENT = r'(?<![<>=!])=(?!=)|;'   # x=y=2, x=1;2: a program, not a value
 
 
 class Exit(enum.IntEnum):
@@ -82,20 +83,19 @@ def parse_bindings(words, graph=None):
     from ..core.primitives import CONSTANTS
     bindings = {}
     for word in words:
-        match = _BINDING.fullmatch(word)
-        if not match:
+        name, equals, text = word.partition('=')
+        if not (equals and name.isascii() and name.isidentifier()):   # [A-Za-z_][A-Za-z0-9_]*
             raise UsageError(f"bad binding '{word}': write NAME=VALUE, such as x=2 or x=pi/4")
-        name, text = match.groups()
         if not text.strip():
             raise UsageError(f"bad binding '{word}': no value after '='")
-        if _STATEMENT.search(text):
+        if ('=' in text or ';' in text) and re.search(_STATEMENT, text):
             raise UsageError(f"bad binding '{word}': the value must be one expression, "
                              'such as x=2 or x=pi/4')
         if name in CONSTANTS and (graph is None or name not in graph.inputs):
             raise UsageError(f"cannot bind the constant '{name}'")
         if name in bindings:
             raise UsageError(f"'{name}' is bound twice")
-        if _FLOAT.fullmatch(text.strip()):
+        if _is_number(text.strip()):
             bindings[name] = float(text)  # fast and exact; also inf and nan, for probing edges
             continue
         try:
@@ -103,6 +103,20 @@ def parse_bindings(words, graph=None):
         except AdgradError as error:
             raise AdgradError(f'in {name}=: {error.message}', text, error.pos) from None
     return bindings
+
+
+def _is_number(text):
+    """Whether text (stripped) is a decimal number, inf, infinity or nan, as
+    _FLOAT spells them. For ASCII text without '_', that is exactly what
+    float() reads; other text (digits of other scripts, 1_000) takes the
+    pattern."""
+    if text.isascii() and '_' not in text:
+        try:
+            float(text)
+        except ValueError:
+            return False
+        return True
+    return re.fullmatch(_FLOAT, text, re.I) is not None
 
 
 def input_values(graph, bindings, warn):

@@ -1,0 +1,132 @@
+"""What start-up speed rests on: the table's fast copy is the shipped JSON,
+bindings are read without compiling patterns, and the quick exit of the
+`adgrad` command loses neither output nor exit codes (nor skips anything
+that was waiting for the end)."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import pytest
+from hypothesis import given, strategies as st
+
+from autodiff_cli.cli import common
+from autodiff_cli.language import parse, shipped_table
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_fast_copy_of_the_table_is_the_shipped_json():
+    text = Path(parse.SHIPPED).read_bytes()
+    assert shipped_table.JSON_CRC32 == zlib.crc32(text), \
+        'shipped_table.py is stale: run python -m autodiff_cli.language.grammar_table'
+    assert shipped_table.TABLE == json.loads(text)
+
+
+def test_a_json_file_that_is_not_the_copy_is_read_as_json(tmp_path, monkeypatch):
+    table = json.loads(Path(parse.SHIPPED).read_text(encoding='utf-8'))
+    table['start'] = -5   # any edit: the copy no longer stands for the file
+    changed = tmp_path / 'table.json'
+    changed.write_text(json.dumps(table), encoding='utf-8')
+    monkeypatch.setattr(parse, 'SHIPPED', str(changed))
+    assert parse.load_table()['start'] == -5
+
+
+def _python(code, *args, env=None):
+    """Run code in a fresh interpreter on this checkout, with stdout a pipe
+    (buffered: PYTHONUNBUFFERED removed), so unflushed output would be lost."""
+    environ = {k: v for k, v in os.environ.items() if k != 'PYTHONUNBUFFERED'}
+    environ['PYTHONPATH'] = os.pathsep.join(filter(None, [str(ROOT), environ.get('PYTHONPATH')]))
+    environ.update(env or {})
+    return subprocess.run([sys.executable, '-c', code, *args], capture_output=True,
+                          text=True, env=environ, cwd=ROOT)
+
+
+def test_the_commands_start_without_json_and_the_help_without_the_library():
+    done = _python('import sys\n'
+                   'from autodiff_cli.cli.main import main\n'
+                   "code = main(['eval', 'x*y*z', 'x=2', 'y=3', 'z=4'])\n"
+                   "print(code, 'json' in sys.modules)\n"
+                   "print(main(['--version']))\n")
+    assert done.stdout == '24.0\n0 False\nadgrad 0.1.0\n0\n', done.stderr
+    done = _python('import sys\n'
+                   'from autodiff_cli.cli.main import main\n'
+                   "main(['--help'])\n"
+                   "print(sorted(m for m in sys.modules if m.startswith(('autodiff_cli.core', "
+                   "'autodiff_cli.language'))))\n")
+    assert done.stdout.endswith('\n[]\n'), done.stderr
+
+
+CONSOLE = ('import sys\n'
+           'from autodiff_cli.cli.main import console\n'
+           'sys.argv[0] = "adgrad"\n'
+           'sys.exit(console())\n')
+
+
+@pytest.mark.parametrize('args, code, out, err', [
+    (['eval', 'x*y*z', 'x=2', 'y=3', 'z=4'], 0, '24.0\n', ''),
+    (['grad', 'x*y', 'x=2', 'y=3'], 0, 'value\t6.0\nd_x\t3.0\nd_y\t2.0\n', ''),
+    (['eval', 'x*'], 2, '', 'adgrad: error: unexpected end of input'),
+    (['eval', '1/x', 'x=0', '--strict'], 1, '', 'adgrad: error: 1/x (node 2) is inf'),
+    (['eval', '1/x', 'x=0'], 0, 'inf\n', 'adgrad: warning: 1/x (node 2) is inf'),
+    (['--version'], 0, 'adgrad 0.1.0\n', ''),
+    (['nonsense'], 2, '', "adgrad: error: argument COMMAND: invalid choice: 'nonsense'"),
+])
+def test_the_quick_exit_keeps_output_and_exit_codes(args, code, out, err):
+    done = _python(CONSOLE, *args)
+    assert (done.returncode, done.stdout) == (code, out), done.stderr
+    assert done.stderr.startswith(err) and (err or not done.stderr)
+
+
+def test_the_quick_exit_is_not_taken_while_something_waits_for_the_end():
+    done = _python('import atexit\n'
+                   'atexit.register(print, "the handler ran")\n' + CONSOLE, 'eval', '2*3')
+    assert (done.returncode, done.stdout) == (0, '6.0\nthe handler ran\n'), done.stderr
+    # The thread waits for the command to be under way, then outlives it.
+    done = _python('import sys, threading, time\n'
+                   'def late():\n'
+                   '    while "autodiff_cli.cli.evaluate" not in sys.modules:\n'
+                   '        time.sleep(0.001)\n'
+                   '    time.sleep(2)\n'
+                   '    print("thread done")\n'
+                   'threading.Thread(target=late).start()\n' + CONSOLE, 'eval', '2*3')
+    assert (done.returncode, done.stdout) == (0, '6.0\nthread done\n'), done.stderr
+
+
+def test_the_quick_exit_after_a_reader_left_or_a_full_disk():
+    big = '+'.join(f'x*{k}' for k in range(3000))
+    shell = (f'{sys.executable} -c "$CONSOLE" grad "{big}" x=1 --nodes | head -c 10 > /dev/null; '
+             'echo "exit ${PIPESTATUS[0]}"')
+    done = subprocess.run(['bash', '-c', shell], capture_output=True, text=True, cwd=ROOT,
+                          env=dict(os.environ, CONSOLE=CONSOLE, PYTHONPATH=str(ROOT)))
+    assert (done.stdout, done.stderr) == ('exit 0\n', '')
+    if not os.path.exists('/dev/full'):
+        pytest.skip('no /dev/full here')
+    shell = f'{sys.executable} -c "$CONSOLE" eval 2*3 > /dev/full; echo "exit $?"'
+    done = subprocess.run(['bash', '-c', shell], capture_output=True, text=True, cwd=ROOT,
+                          env=dict(os.environ, CONSOLE=CONSOLE, PYTHONPATH=str(ROOT)))
+    assert done.stdout == 'exit 2\n'
+    assert done.stderr == 'adgrad: error: cannot write the output: No space left on device\n'
+
+
+# ---- bindings are read without compiling a pattern ----
+
+_FLOAT = re.compile(common._FLOAT, re.I)
+
+
+@pytest.mark.parametrize('text', [
+    '2', '-2.5', '+.5', '5.', '1e5', '1E+05', '.5e-3', '1.e5', 'inf', '-Infinity', 'NaN', '+nan',
+    '.', '-', 'e5', '1e', '1e5.0', '0x10', '1_000', 'infinit', 'nan(1)', '1.5j', '٣', '٣.٥',
+    '1 2', 'pi', '2*x'])
+def test_a_number_is_what_the_pattern_reads(text):
+    assert common._is_number(text) == bool(_FLOAT.fullmatch(text))
+
+
+@given(st.text(alphabet='0123456789.eE+-_ inftyaINFTYA٣', max_size=12))
+def test_a_number_is_what_the_pattern_reads_whatever_the_text(text):
+    text = text.strip()
+    assert common._is_number(text) == bool(_FLOAT.fullmatch(text))
