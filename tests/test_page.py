@@ -159,6 +159,71 @@ def test_samples_recomputed_in_the_browser_agree_with_grad(browser, tmp_path, ca
             grad_label.endswith(number(got[f'd_{first}']))
 
 
+def slide(driver, k, *keys):
+    """Move input k's slider with the keyboard, as a user would; its new value."""
+    from selenium.webdriver.common.keys import Keys
+    driver.find_element('id', f'r{k}').send_keys(*(getattr(Keys, key) for key in keys))
+    return float(driver.find_element('id', f'r{k}').get_attribute('value'))
+
+
+def node_texts(driver, i):
+    return [t.get_attribute('textContent')
+            for t in driver.find_elements('css selector', f'#node-n{i} text')]
+
+
+@needs_dot
+def test_moving_a_slider_updates_the_gradients_to_adgrad_grads(browser, tmp_path, capsys):
+    path = str(ROOT / 'samples' / 'product.ad')
+    browser.get(page_of(tmp_path, '-f', path).as_uri())
+    x = slide(browser, 0, *['RIGHT'] * 25)              # x: 2 -> 2.5, in steps of 0.02
+    assert x != 2 and float(browser.find_element('id', 'n0').get_attribute('value')) == x
+    expected = grad_json(capsys, '-f', path, f'x={x!r}')
+    got = exact(browser)
+    assert got['value'] == expected['value'] and \
+        {k[2:]: v for k, v in got.items() if k != 'value'} == expected['gradient']
+    gradients = expected['gradient']
+    assert node_texts(browser, 0)[-1] == f'∂f/∂x = {number(gradients["x"])}'
+    assert node_texts(browser, 1)[-1] == f'∂f/∂y = {number(gradients["y"])}'   # x·z
+    assert node_texts(browser, 2)[-1] == f'∂f/∂z = {number(gradients["z"])}'   # x·y
+
+
+@needs_dot
+def test_rounding_noise_is_about_zero_on_the_page_as_in_the_picture(browser, tmp_path, capsys):
+    """softmax.ad's ∂loss/∂m is exactly 0 by hand, and rounding noise of two
+    terms that cancel where a = 1 (-1.1e-16 at a = 2): the page says ≈ 0,
+    as the static picture does, at every point the slider reaches."""
+    path = str(ROOT / 'samples' / 'softmax.ad')
+    browser.get(page_of(tmp_path, '-f', path).as_uri())
+    assert node_texts(browser, 2)[-1] == '∂loss/∂m ≈ 0'
+    a = slide(browser, 0, *['LEFT'] * 50)                # a: 2 -> 1, in steps of 0.02
+    assert a == 1.0
+    noise = grad_json(capsys, '-f', path, 'a=1.0', '--nodes')
+    assert node_texts(browser, 2)[-1] == '∂loss/∂m ≈ 0'
+    assert noise['nodes'][2]['name'] == 'm' and noise['nodes'][2]['grad'] != 0   # noise
+    labels = [e.text for e in browser.find_elements('css selector', '[id^="grad-"] text')]
+    assert '≈0' in labels and not [t for t in labels if 'e-16' in t or 'e-17' in t]
+
+
+@needs_dot
+def test_magnitude_colours_follow_the_slider(browser, tmp_path, capsys):
+    from autodiff_cli.pictures.style import NONFINITE_FILL, scale_color
+    path = str(ROOT / 'samples' / 'deep.ad')
+    browser.get(page_of(tmp_path, '-f', path, '--color', 'magnitude').as_uri())
+
+    def fill():
+        return browser.find_element('css selector', '#node-n0 ellipse').get_attribute('fill')
+    before = fill()
+    x = slide(browser, 0, 'END')                          # x: 0.5 -> 2.5
+    d_x = grad_json(capsys, '-f', path, f'x={x!r}')['gradient']['x']
+    assert 0 < abs(d_x) < 1e-6                            # vanished further
+    assert fill() == scale_color(math.log10(abs(d_x))) != before != NONFINITE_FILL
+    assert node_texts(browser, 0)[-1] == f'∂z/∂x = {number(d_x)}  (vanishing)'
+    x = slide(browser, 0, 'HOME')                         # x = -1.5: less vanished
+    d_x = grad_json(capsys, '-f', path, f'x={x!r}')['gradient']['x']
+    assert fill() == scale_color(math.log10(abs(d_x)))
+    assert node_texts(browser, 0)[-1] == f'∂z/∂x = {number(d_x)}'
+
+
 # ---- the --steps page, in a real browser ----
 
 @needs_dot

@@ -69,6 +69,150 @@ def test_fits_a_16_9_slide_with_12_point_text(argv, tmp_path, monkeypatch):
     assert smallest_font(svg) >= 12          # no scaling down: the picture fits as drawn
 
 
+def slide_commands():
+    """{sample: its render options}, from the README's table of the view that
+    fits a slide: `adgrad render -f samples/NAME.ad [options] -o NAME.png`."""
+    readme = (ROOT / 'README.md').read_text(encoding='utf-8')
+    return {m[1]: m[2].split() for m in re.finditer(
+        r'`adgrad render -f samples/(\w+)\.ad([^`]*?) -o \1\.png`', readme)}
+
+
+def test_the_readme_names_a_slide_view_for_every_sample():
+    assert set(slide_commands()) == {p.stem for p in SAMPLES.glob('*.ad')}
+
+
+@needs_dot
+@pytest.mark.parametrize('name', sorted(p.stem for p in SAMPLES.glob('*.ad')))
+def test_every_sample_is_as_wide_as_a_slide_in_the_view_the_readme_names(
+        name, tmp_path, monkeypatch):
+    """The issue's limit: at most 1920 px wide at the 144 dpi of a PNG, every
+    text at least 12 pt, as drawn (no scaling down)."""
+    monkeypatch.chdir(ROOT)
+    options = slide_commands()[name]
+    svg = svg_of(tmp_path, '-f', f'samples/{name}.ad', *options)
+    width, height = points(svg)
+    assert width <= SLIDE[0], (name, options, width * 2, height * 2)
+    assert smallest_font(svg) >= 12
+
+
+def figure_commands():
+    """{figure number: its render options}, from the README's table of the
+    tutorial's figures: `adgrad render [options] -o figureN.png`."""
+    readme = (ROOT / 'README.md').read_text(encoding='utf-8')
+    return {int(m[1]): m[2].split() for m in re.finditer(
+        r'^\| (\d+) \|[^|]*\| `adgrad render (.*?) -o figure\1\.png` \|$', readme, re.M)}
+
+
+@needs_dot
+@pytest.mark.parametrize('figure', range(1, 11))
+def test_each_tutorial_figure_is_one_command_that_fits_a_slide(figure, tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    options = figure_commands()[figure]
+    svg = svg_of(tmp_path, *options)
+    width, height = points(svg)
+    assert width <= SLIDE[0] and height <= SLIDE[1], (figure, width * 2, height * 2)
+    assert smallest_font(svg) >= 12
+
+
+def label_boxes(root):
+    """(left, top, right, bottom) of each block box's label, from dot's SVG."""
+    for group in root.iter(f'{SVG}g'):
+        if group.get('class') == 'cluster':
+            for text in group.iter(f'{SVG}text'):
+                x, y, size = float(text.get('x')), float(text.get('y')), float(text.get('font-size'))
+                width = len(text.text) * size * 0.6
+                anchor = text.get('text-anchor')
+                left = x - width if anchor == 'end' else x - width / 2 if anchor == 'middle' else x
+                yield left, y - size, left + width, y + size * 0.25
+
+
+def edge_points(group, steps=20):
+    """Points along each cubic Bézier of an edge's path."""
+    for path in group.iter(f'{SVG}path'):
+        numbers = [float(v) for v in re.findall(r'-?[\d.]+', path.get('d'))]
+        p = list(zip(numbers[0::2], numbers[1::2]))
+        for k in range(0, len(p) - 3, 3):
+            for s in range(steps + 1):
+                t = s / steps
+                w = ((1 - t) ** 3, 3 * (1 - t) ** 2 * t, 3 * (1 - t) * t * t, t ** 3)
+                yield (sum(c * q[0] for c, q in zip(w, p[k:k + 4])),
+                       sum(c * q[1] for c, q in zip(w, p[k:k + 4])))
+
+
+@needs_dot
+@pytest.mark.parametrize('rankdir', ['LR', 'TB'])
+def test_mlp_neurons_in_order_arrows_apart_and_clear_of_the_block_labels(
+        rankdir, tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    svg = svg_of(tmp_path, '-f', 'samples/mlp.ad', '--rankdir', rankdir)
+    root = ET.fromstring(svg)
+    # Neurons 1, 2, 3, 4 across (TB) or down (LR), as the program calls them.
+    where = {}
+    for group in root.iter(f'{SVG}g'):
+        if group.get('class') == 'node':
+            text = ' '.join(t.text or '' for t in group.iter(f'{SVG}text'))
+            found = re.search(r'h(\d) = tanh', text)
+            if found:
+                x, y = next(shape_centre(group))
+                where[found[1]] = x if rankdir == 'TB' else y
+    assert ''.join(sorted(where, key=where.get)) == '1234'
+    # No arrow through a block's label ('block neuron' over 'call k').
+    edges = [g for g in root.iter(f'{SVG}g') if g.get('class') == 'edge']
+    boxes = list(label_boxes(root))
+    assert len(boxes) == 12          # block, neuron, call k: four times
+    for group in edges:
+        for x, y in edge_points(group):
+            assert not any(l <= x <= r and t <= y <= b for l, t, r, b in boxes), \
+                group.find(f'{SVG}title').text
+    # Each forward arrow and the backward one along it run apart, not over
+    # each other: at most a third of the middle of one lies within 3 pt of
+    # the other (where they start and end, at a shared node, they meet).
+    pairs = {}
+    for group in edges:
+        dashed = group.find(f'{SVG}path').get('stroke-dasharray') is not None
+        pairs.setdefault(group.find(f'{SVG}title').text, {})[dashed] = list(edge_points(group))
+    for title, two in pairs.items():
+        if len(two) == 2:
+            middle = two[False][len(two[False]) // 4:3 * len(two[False]) // 4]
+            near = sum(min(math.dist(p, q) for q in two[True]) < 3 for p in middle)
+            assert near <= len(middle) / 2, title
+
+
+def shape_centre(group):
+    """The centre of a node's outline (a polygon, or a path when rounded)."""
+    for shape in group:
+        if shape.tag in (f'{SVG}polygon', f'{SVG}path'):
+            numbers = [float(v) for v in re.findall(r'-?[\d.]+', shape.get('points')
+                                                    or shape.get('d'))]
+            xs, ys = numbers[0::2], numbers[1::2]
+            yield (min(xs) + max(xs)) / 2, (min(ys) + max(ys)) / 2
+
+
+@needs_dot
+def test_the_legends_input_swatch_is_an_oval(tmp_path, monkeypatch):
+    """Inputs are ovals, so the legend's swatch for them is one: rows of the
+    fill, widest in the middle and narrowing smoothly to the top and bottom
+    (a pill would keep its full width down its straight sides)."""
+    monkeypatch.chdir(ROOT)
+    root = ET.fromstring(svg_of(tmp_path, '-f', 'samples/product.ad'))
+    rows = {}
+    for shape in root.iter(f'{SVG}polygon'):
+        if shape.get('fill') in ('#eff6ff', '#2563eb') and shape.get('stroke') == 'transparent':
+            numbers = [float(v) for v in re.findall(r'-?[\d.]+', shape.get('points'))]
+            y = min(numbers[1::2])
+            left, right = min(numbers[0::2]), max(numbers[0::2])
+            old = rows.get(y, (left, right))
+            rows[y] = (min(old[0], left), max(old[1], right))
+    widths = [r - l for _, (l, r) in sorted(rows.items())]
+    assert len(widths) >= 8
+    middle = widths.index(max(widths))
+    assert 0 < middle < len(widths) - 1
+    assert widths[0] < 0.6 * max(widths) and widths[-1] < 0.6 * max(widths)
+    assert all(a <= b for a, b in zip(widths[:middle], widths[1:middle + 1]))
+    assert all(a >= b for a, b in zip(widths[middle:], widths[middle + 1:]))
+    assert max(widths) > 1.8 * (len(widths))       # wider than tall: an oval, not a circle
+
+
 @needs_dot
 @pytest.mark.parametrize('name', sorted(p.stem for p in SAMPLES.glob('*.ad')))
 def test_every_sample_is_viewable_in_every_view(name, tmp_path, monkeypatch):
@@ -89,18 +233,74 @@ def test_what_no_viewer_can_show_is_named():
 
 
 @needs_dot
-def test_a_long_chain_of_calls_wraps_onto_rows_and_the_full_view_is_refused(tmp_path, capsys):
-    lines = ['input x = 1', 'f(a) = a + 1', 'y0 = f(x)'] + [f'y{i} = f(y{i - 1})'
-                                                          for i in range(1, 130)]
-    program = tmp_path / 'long.ad'
-    program.write_text('\n'.join(lines) + '\n')
+def test_a_long_chain_of_calls_folds_or_wraps_onto_rows_and_the_full_view_is_refused(
+        tmp_path, capsys):
+    program = chain_of_calls(tmp_path, 130)
     png = tmp_path / 'long.png'
     assert main(['render', '-f', str(program), '-o', str(png)]) == 2
     err = capsys.readouterr().err
     assert 'the most a PNG can be' in err and '--collapse blocks' in err and not png.exists()
     assert main(['render', '-f', str(program), '--collapse', 'blocks', '-o', str(png)]) == 0
     width, height, clamped = picture_size(png.read_bytes(), 'png', 144)
-    assert width * 144 <= 1920 and not clamped and height > width     # rows, not one line
+    assert width * 144 <= 1920 and height * 144 <= 1080 and not clamped      # folded
+    # Twelve calls are drawn whole: too long for one line, they wrap onto rows.
+    dot = tmp_path / 'twelve.dot'
+    assert main(['render', '-f', str(chain_of_calls(tmp_path, 12)), '--collapse', 'blocks',
+                 '-o', str(dot)]) == 0
+    assert '×' not in dot.read_text() and dot.read_text().count('rank=same') >= 3
+
+
+def chain_of_calls(tmp_path, count):
+    lines = ['input x = 0.1', 'f(a) = a + 1', 'y0 = f(x)'] + [f'y{i} = f(y{i - 1})'
+                                                            for i in range(1, count)]
+    program = tmp_path / 'chain.ad'
+    program.write_text('\n'.join(lines) + '\n')
+    return program
+
+
+def test_a_long_chain_folds_into_one_node_that_says_what_it_stands_for():
+    """The tutorial's x → Block 1 → x₁ → … → Block n → xₙ: a 601-node tanh
+    chain draws x, two tanh, one node for the 595 between, two tanh."""
+    from autodiff_cli.pictures.render import drawing
+    graph = lower('tanh(' * 600 + 'x' + ')' * 600)
+    values = forward(graph, {'x': 0.5})
+    drawn = drawing(graph, values, backward(graph, values))
+    assert [i.title for i in drawn.items] == ['x', 'tanh', 'tanh', 'tanh × 595', 'tanh', 'tanh',
+                                              'tanh']                   # the last: the output
+    folded = drawn.items[3]
+    assert folded.id == 597 and folded.value == values[597]      # stands for its last
+    t = [0.5]
+    for _ in range(600):
+        t.append(math.tanh(t[-1]))
+    product = math.prod(1 - v * v for v in t[3:598])              # ∂t597/∂t2, by hand
+    assert folded.notes[0] == f'values {t[3]:.4g} … {t[597]:.4g}'
+    assert folded.notes[-1].endswith(f' = {product:.4g}')
+    assert [(l.src, l.dst) for l in drawn.links] == [(0, 1), (1, 2), (2, 597), (597, 598),
+                                                     (598, 599), (599, 600)]
+
+
+@needs_dot
+@pytest.mark.parametrize('argv', [['--collapse', 'blocks'], []], ids=['collapsed', 'full'])
+def test_a_1000_call_chain_is_folded_or_refused_with_a_message(argv, tmp_path, capsys):
+    program = chain_of_calls(tmp_path, 1000)
+    png = tmp_path / 'chain.png'
+    code = main(['render', '-f', str(program), *argv, '-o', str(png)])
+    err = capsys.readouterr().err
+    if argv:   # collapsed: y0, y1, f × 995, y997 … y999
+        assert code == 0, err
+        width, height, clamped = picture_size(png.read_bytes(), 'png', 144)
+        assert width * 144 <= 1920 and height * 144 <= 1080 and not clamped
+    else:      # a block box per call cannot fold: refused, and told what would draw it
+        assert code == 2 and not png.exists()
+        assert 'more than the limit of 2000' in err and '--collapse blocks' in err
+
+
+@needs_dot
+def test_a_601_node_tanh_chain_is_a_viewable_picture(tmp_path):
+    png = tmp_path / 'tanh.png'
+    assert main(['render', 'tanh(' * 600 + 'x' + ')' * 600, 'x=0.5', '-o', str(png)]) == 0
+    width, height, clamped = picture_size(png.read_bytes(), 'png', 144)
+    assert width * 144 <= 1920 and height * 144 <= 1080 and not clamped
 
 
 # ---- the collapsed view ----

@@ -122,8 +122,9 @@ def test_the_dot_is_byte_identical_run_to_run():
 
 def test_each_block_call_is_a_labelled_cluster():
     dot = render(*drawn(BLOCKS)).source
-    clusters = re.findall(r'subgraph (cluster_\w+) \{\n\s*.*label=<([^>]*)>', dot)
-    assert clusters == [('cluster_b0', 'block h'), ('cluster_b1', 'block f')]
+    clusters = re.findall(r'subgraph (cluster_\w+) \{\n\s*.*label=<(.*?)> ', dot)
+    assert clusters == [('cluster_b0', 'block<BR ALIGN="RIGHT"/>h'),
+                        ('cluster_b1', 'block<BR ALIGN="RIGHT"/>f')]
     h_body = dot.split('subgraph cluster_b0 {')[1].split('}')[0]
     f_body = dot.split('subgraph cluster_b1 {')[1].split('}')[0]
     assert re.findall(r'(n\d+) \[', h_body) == ['n1', 'n2']    # 2 and x^2
@@ -145,7 +146,9 @@ def test_nested_block_calls_are_nested_clusters():
         elif line.strip() == '}' and stack:
             stack.pop()
     assert parents == {'cluster_b0': None, 'cluster_b1': 'cluster_b0', 'cluster_b2': 'cluster_b0'}
-    assert 'label=<block h, call 1>' in dot and 'label=<block h, call 2>' in dot
+    # a word a line, right-aligned: narrow, in the corner no arrow leaves by
+    assert 'label=<block<BR ALIGN="RIGHT"/>h<BR ALIGN="RIGHT"/>call 1>' in dot
+    assert 'label=<block<BR ALIGN="RIGHT"/>h<BR ALIGN="RIGHT"/>call 2>' in dot
 
 
 # ---- escaping ----

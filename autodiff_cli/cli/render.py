@@ -152,7 +152,7 @@ def run_render(args, out, warn):
         elif fmt == 'html':
             from ..pictures.page import interactive_page
             _check_size(graph, args.max_nodes or MAX_NODES, '--format html')
-            data = interactive_page(graph, values_in, look=look, rankdir=args.rankdir,
+            data = interactive_page(graph, values_in, look=look, rankdir=args.rankdir or 'LR',
                                     layout=lambda digraph: _layout(digraph, 'svg',
                                                                    args.max_nodes))
         elif getattr(args, 'step', None) is not None:
@@ -178,12 +178,23 @@ def run_render(args, out, warn):
 
 def _picture(graph, values, grads, mode, args, look, fmt, collapse, warn):
     """The bytes of the whole picture in `fmt`, refused if no viewer could show it."""
-    from ..pictures.render import LARGE, render
+    from ..pictures.render import LARGE, drawing, render
     size = 0
     if fmt in LAYOUT_FORMATS:
-        size = _check_size(graph, args.max_nodes or MAX_NODES, f'--format {fmt}')
-    picture = render(graph, values, grads, mode=mode, rankdir=args.rankdir,
-                     collapse=collapse, look=look)
+        limit = args.max_nodes or MAX_NODES
+        if len(graph.nodes) > FOLDS * limit:   # too large to be worth walking
+            _check_size(graph, limit, f'--format {fmt}')
+        # What is drawn, after --collapse and folding long chains, is what
+        # dot lays out: the limit is on that.
+        drawn = drawing(graph, values, grads if mode == 'backward' else None, collapse, look)
+        size = _check_size(graph, limit, f'--format {fmt}', scene=drawn)
+    def draw(rankdir, look):
+        return render(graph, values, grads, mode=mode, rankdir=rankdir,
+                      collapse=collapse, look=look)
+    if fmt in LAYOUT_FORMATS and look.size is None and size <= FIT_NODES:
+        picture = _fitted(draw, look, args.rankdir, args.max_nodes)
+    else:
+        picture = draw(args.rankdir or 'LR', look)
     if fmt == 'png' and size <= LARGE:
         # Crisp on slides and high-density screens; a large graph's
         # bitmap is big enough already.
@@ -192,6 +203,42 @@ def _picture(graph, values, grads, mode, args, look, fmt, collapse, warn):
     _check_viewable(data, fmt, size <= LARGE, has_blocks=any(n.block for n in graph.nodes)
                     and not collapse, warn=warn)
     return data
+
+
+FOLDS = 20        # a graph this many times --max-nodes is refused before it is drawn
+FIT_NODES = 150   # up to this layout size, dot is fast enough to be asked more than once
+
+
+def _fitted(draw, look, rankdir, max_nodes):
+    """The picture that fits a slide's width, measured rather than guessed.
+    In order: as drawn; wrapped onto rows; top to bottom, unless --rankdir
+    was given; folded into strips (style.strips), narrower if dot drew them
+    wider than style's estimate. The narrowest, if none fits."""
+    from ..pictures.layout import picture_size
+    from ..pictures.style import SLIDE_WIDTH
+    direction = rankdir or 'LR'
+    tries = [(direction, look._replace(width=None), False),
+             (direction, look._replace(fold=False), True)]
+    if rankdir is None:
+        tries.append(('TB', look._replace(width=None), False))
+    tries.append((direction, look, True))
+    best, seen = None, set()
+    while tries and len(seen) < 6:
+        direction, dressed, again = tries.pop(0)
+        picture = draw(direction, dressed)
+        if picture.source in seen:
+            continue
+        seen.add(picture.source)
+        measured = picture_size(_layout(picture.digraph, 'svg', max_nodes), 'svg')
+        inches = measured[0] if measured else 0.0
+        if inches <= SLIDE_WIDTH:
+            return picture
+        if best is None or inches < best[0]:
+            best = (inches, picture)
+        if again:   # once more, narrower by what dot overshot style's estimate
+            narrower = dressed.width * SLIDE_WIDTH / inches * 0.97
+            tries.insert(0, (direction, dressed._replace(width=narrower), False))
+    return best[1]
 
 
 def _check_viewable(data, fmt, crisp=True, has_blocks=False, warn=None):
@@ -213,7 +260,7 @@ def _check_viewable(data, fmt, crisp=True, has_blocks=False, warn=None):
 def _one_step(graph, values, grads, args, look, fmt, warn):
     """Step N of the pass as one picture, caption included (for a slide)."""
     from ..pictures.steps import step_pictures
-    pictures = step_pictures(graph, values, grads, rankdir=args.rankdir, look=look,
+    pictures = step_pictures(graph, values, grads, rankdir=args.rankdir or 'LR', look=look,
                              forward=args.forward_steps)
     if not pictures:
         raise UsageError(_NO_STEPS)
@@ -259,24 +306,28 @@ def _destination(args, out):
     return fmt, path
 
 
-def _check_size(graph, limit, what, spread=SPREAD):
-    """Refuse a graph too large to lay out quickly; else its render.layout_size()."""
-    from ..pictures.render import layout_size, scene
-    nodes = len(graph.nodes)
+def _check_size(graph, limit, what, spread=SPREAD, scene=None):
+    """Refuse a graph too large to lay out quickly; else its render.layout_size().
+    `scene` is what will be drawn, when that is already known (collapsed, folded)."""
+    from ..pictures import render
+    nodes = len(graph.nodes) if scene is None else len(scene.items)
+    thing = 'graph' if scene is None or nodes == len(graph.nodes) else 'picture'
     ways_out = 'or write --format dot and lay it out yourself'
     if nodes > limit:
         why = ('a table that long would be slow to draw and hard to read' if spread is None
                else 'laying it out would be slow and the picture unreadable')
+        if scene is not None and scene.blocks:
+            ways_out = f'draw each block call as one node with --collapse blocks, {ways_out}'
         raise UsageError(
-            f'the graph has {nodes} nodes, more than the limit of {limit} for {what}: '
+            f'the {thing} has {nodes} nodes, more than the limit of {limit} for {what}: '
             f'{why}. Raise the limit with --max-nodes {nodes}, {ways_out}')
     if spread is None:
         return nodes
-    size = layout_size(scene(graph))
+    size = render.layout_size(scene or render.scene(graph))
     if size > spread * limit:
         needed = -(-size // spread)
         raise UsageError(
-            f'the graph has {nodes} nodes, but values used far apart make long edges: dot '
+            f'the {thing} has {nodes} nodes, but values used far apart make long edges: dot '
             f'would have about {size} nodes and edge bends to place, more than {spread} x '
             f'the limit of {limit} for {what}; it would be slow and the picture a tangle. '
             f'Raise the limit with --max-nodes {needed}, {ways_out}')
@@ -323,7 +374,7 @@ def _step_files(graph, values, grads, args, look, fmt='svg'):
     # An SVG frame sits on the page, which shows the caption; a PNG or PDF
     # frame is for a slide and carries its own.
     baked = fmt != 'svg'
-    pictures = step_pictures(graph, values, grads, rankdir=args.rankdir,
+    pictures = step_pictures(graph, values, grads, rankdir=args.rankdir or 'LR',
                              look=look._replace(caption=baked), forward=forward_steps)
     if not pictures:
         raise UsageError(_NO_STEPS)

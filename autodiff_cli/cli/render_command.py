@@ -49,8 +49,9 @@ def add_arguments(parser, command):
                         help='forward: values only; backward: values, gradients and the '
                              'backward flow (the default when every variable has a value; '
                              'with none, the structure alone is drawn)')
-    parser.add_argument('--rankdir', choices=('LR', 'TB'), default='LR',
-                        help='lay the graph out left to right (default) or top to bottom')
+    parser.add_argument('--rankdir', choices=('LR', 'TB'), default=None,
+                        help='lay the graph out left to right or top to bottom (default: left '
+                             'to right, or top to bottom where only that fits a slide)')
     parser.add_argument('--steps', metavar='DIR',
                         help='also write the backward pass to DIR as numbered SVG frames, one '
                              'per node, and an index.html that steps through them')

@@ -15,7 +15,8 @@ import re
 
 from ..core.graph import Graph, Node
 from ..core.passes import pullback
-from .render import Link, Scene, displayable, node_symbol, number, scene
+from .calls import call_sites
+from .render import Link, Scene, displayable, node_symbol, number, scene, wrap
 from .text import enclosed
 
 
@@ -60,12 +61,13 @@ def collapse(graph, values=None, grads=None):
     for link in links:
         arguments.setdefault(link.dst, []).append(link.src)
     texts, explained = {}, set()
+    sites = call_sites(graph)
     items = [item for item in full.items if owner[item.id] is None]
     for instance, ids in members.items():
         r = result[instance]
         item = full.items[r]
         args = arguments.get(r, [])
-        texts[r] = call_text(graph, instance, r, args, texts, full.f)
+        texts[r] = call_text(graph, instance, r, args, texts, full.f, sites.get(instance))
         notes = ()
         if values is not None:
             local = local_derivatives(graph, [i for i in ids if i <= r], r, values)
@@ -83,13 +85,13 @@ def collapse(graph, values=None, grads=None):
                 formulas = call_formulas(graph, [i for i in ids if i <= r], r, shown,
                                          [_name(graph, a, texts, full.f) for a in shown],
                                          item.symbol if nodes[r].name is not None else None)
-            notes = tuple(f'∂{_wrap(me)}/∂{_wrap(_name(graph, a, texts, full.f))} = '
+            notes = tuple(f'∂{wrap(me)}/∂{wrap(_name(graph, a, texts, full.f))} = '
                           + (f'{formula} = ' if formula else '') + number(local.get(a, 0.0))
                           for a, formula in zip(shown, formulas))
         items.append(item._replace(kind='call', title=instance.partition('#')[0],
                                    expr=texts[r], block=None, notes=notes,
                                    symbol=item.symbol if nodes[r].name is not None
-                                   else _wrap(texts[r])))
+                                   else wrap(texts[r])))
     items.sort(key=lambda item: item.id)
     return Scene(items, links, [], full.f, full.output)
 
@@ -170,27 +172,26 @@ def _name(graph, i, texts, f):
     return texts.get(i) or node_symbol(graph, i, f)
 
 
-def _wrap(text):
-    return text if _PLAIN.fullmatch(text) else f'({text})'
-
-
-_PLAIN = re.compile(r'[A-Za-z_][A-Za-z0-9_]*|[0-9.]+')
 CALL_LIMIT = 40
 
 
-def call_text(graph, instance, r, args, texts, f):
-    """The call as the program wrote it, `y = h(x)`: found by its binding in the
-    source when the result is bound by name, else rebuilt from the arguments
-    as the caller names them, in order of first use."""
+def call_text(graph, instance, r, args, texts, f, site=None):
+    """The call as the program wrote it, `y = h(x)`: from its place in the
+    source (calls.call_sites) where that is known, else rebuilt from the
+    arguments as the caller names them, in order of first use."""
     block = instance.partition('#')[0]
     name = graph.nodes[r].name
-    if name is not None:
-        written = _written_call(graph.source, name, block)
-        if written is not None:
-            return f'{name} = {block}({_short(written)})'
-    shown = ', '.join(_name(graph, a, texts, f) for a in args)
+    if site is not None:
+        text = f'{block}({_short(site.arguments)})'
+        return f'{name} = {text}' if name is not None and site.whole else text
+    shown = ', '.join(_unwrapped(_name(graph, a, texts, f)) for a in args)
     text = f'{block}({_short(shown)})'
     return f'{name} = {text}' if name is not None else text
+
+
+def _unwrapped(text):
+    """An argument inside a call's parentheses needs none of its own: f(2*y)."""
+    return text[1:-1] if enclosed(text) else text
 
 
 def _short(text):
@@ -198,22 +199,3 @@ def _short(text):
     if len(text) > CALL_LIMIT:
         return text[:CALL_LIMIT // 2] + '…' + text[-(CALL_LIMIT - CALL_LIMIT // 2 - 1):]
     return text
-
-
-def _written_call(source, name, block):
-    """The argument text of `name = block(...)` in the source, or None."""
-    match = re.search(rf'(?<![\w]){re.escape(name)}[ \t]*=[ \t]*{re.escape(block)}[ \t]*\(',
-                      source)
-    if match is None:
-        return None
-    depth, start = 1, match.end()
-    for k in range(start, min(len(source), start + 10_000)):
-        if source[k] == '(':
-            depth += 1
-        elif source[k] == ')':
-            depth -= 1
-            if depth == 0:
-                # Only a call that is the whole right-hand side: `y = h(x)`, not `y = h(x) + 1`.
-                rest = re.split(r'[\r\n;]', source[k + 1:k + 200], maxsplit=1)[0]
-                return source[start:k] if not rest.strip() else None
-    return None

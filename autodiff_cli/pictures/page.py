@@ -22,9 +22,11 @@ import re
 
 from ..core.passes import backward, forward, pullback, receives_gradient
 from ..errors import UsageError
-from .render import scene
+from .health import EXPLODING, VANISHING
+from .render import EPSILON, drawing
 from .steps import script_json
-from .style import Look, style
+from .style import (BLOCKED, BLOCKED_TEXT, INK, NONFINITE, NONFINITE_FILL, SCALE, Look, darker,
+                    style)
 from .text import number
 
 # op -> JavaScript expression over a, b, c (the arguments), from the forward
@@ -159,7 +161,7 @@ def interactive_page(graph, point, look=None, rankdir='LR', layout=None):
     look = (look or Look())._replace(ids=True)
     values = forward(graph, point)
     grads = backward(graph, values)
-    drawn = scene(graph, values, grads)
+    drawn = drawing(graph, values, grads, look=look, folds=False)   # a node per tape entry
     digraph = style(drawn, 'backward', rankdir, None, look)
     svg = layout(digraph).decode('utf-8')
     svg = svg[svg.index('<svg'):]              # no XML prolog inside HTML
@@ -173,12 +175,30 @@ def interactive_page(graph, point, look=None, rankdir='LR', layout=None):
         'flowEdges': [k for k, link in enumerate(l for l in drawn.links if l.grad is not None)],
         'output': refs['values'][graph.output],
         'inputGrads': [refs['grads'][graph.inputs[name]] for name in names],
+        # Each flowing edge's ends, to tell rounding noise from a gradient
+        # (render._mark_cancelling, again at each point): shown as ≈0.
+        'flowEnds': [[link.src, link.dst] for link in drawn.links if link.grad is not None],
+        'epsilon': EPSILON,
+        'magnitude': look.color == 'magnitude',
+        'colors': _colors(),
     }
     sliders = '\n'.join(_slider(name, float(point[name]), k) for k, name in enumerate(names))
     title = html.escape(drawn.items[graph.output].expr or drawn.items[graph.output].title)
     page = _PAGE.format(title=title, sliders=sliders, svg=svg, data=script_json(data),
                         code=code, size=size, helpers=_HELPERS)
     return page.encode('utf-8')
+
+
+def _colors():
+    """The colours of --color magnitude, for the page to recolour as a picture
+    is coloured (style._node_attrs and style._edge_health): the scale's bins
+    from their low ends up, each with its fill and its edge's line."""
+    return {
+        'scale': [[-1e308 if low == -math.inf else low, fill, darker(fill)]
+                  for low, fill, _ in SCALE],
+        'nonfinite': [NONFINITE_FILL, NONFINITE], 'blocked': [BLOCKED, BLOCKED_TEXT],
+        'ink': INK, 'vanishing': VANISHING, 'exploding': EXPLODING,
+    }
 
 
 def _label_rows(drawn, look):
@@ -264,18 +284,80 @@ _PAGE = """<!DOCTYPE html>
     return group ? group.querySelector('text') : null;
   }});
   var exact = document.querySelector('#exact tbody');
+  function cancelling() {{   // as the picture marks rounding noise of terms that cancel
+    var total = data.rows.map(function () {{ return 0; }}), count = total.slice();
+    data.refs.flows.forEach(function (slot, k) {{
+      var g = at(slot), src = data.flowEnds[k][0];
+      if (isFinite(g)) {{ total[src] += Math.abs(g); count[src] += 1; }}
+    }});
+    return data.rows.map(function (row, i) {{
+      if (data.refs.grads[i] === null) return false;
+      var g = at(data.refs.grads[i]);
+      return g !== 0 && count[i] > 1 && isFinite(g) &&
+        Math.abs(g) <= count[i] * data.epsilon * total[i];
+    }});
+  }}
+  function bin(g) {{   // the scale's bin of log10 |g|
+    var m = Math.log10(Math.abs(g)), found = data.colors.scale[0];
+    data.colors.scale.forEach(function (b) {{ if (m >= b[0]) found = b; }});
+    return found;
+  }}
+  function paint(group, fill, stroke, width) {{
+    if (!group) return;
+    var shape = group.querySelector('polygon, ellipse, path');
+    if (shape && fill !== null) shape.setAttribute('fill', fill);
+    group.querySelectorAll('polygon, ellipse, path').forEach(function (s) {{
+      if (stroke !== null) s.setAttribute('stroke', stroke);
+      if (width !== null) s.setAttribute('stroke-width', width);
+    }});
+  }}
+  function recolour() {{   // --color magnitude, at this point
+    var C = data.colors;
+    data.rows.forEach(function (row, i) {{
+      if (data.refs.grads[i] === null) return;
+      var g = at(data.refs.grads[i]), group = document.getElementById('node-n' + i);
+      if (!isFinite(g)) paint(group, C.nonfinite[0], C.nonfinite[1], '3');
+      else if (g === 0) paint(group, C.blocked[0], C.ink, '1');
+      else {{
+        var wild = Math.abs(g) < C.vanishing || Math.abs(g) > C.exploding;
+        paint(group, bin(g)[1], C.ink, wild ? '3' : '1');
+      }}
+    }});
+    data.refs.flows.forEach(function (slot, k) {{
+      var g = at(slot), group = document.getElementById('grad-' + k);
+      if (!group) return;
+      var line = !isFinite(g) ? C.nonfinite[1] : g === 0 ? C.blocked[0] : bin(g)[2];
+      group.querySelectorAll('path').forEach(function (s) {{ s.setAttribute('stroke', line); }});
+      group.querySelectorAll('polygon').forEach(function (s) {{
+        s.setAttribute('stroke', line); s.setAttribute('fill', line);
+      }});
+    }});
+  }}
+  function state(g) {{
+    if (!isFinite(g) || g === 0) return '';
+    var m = Math.abs(g);
+    return m < data.colors.vanishing ? '  (vanishing)' : m > data.colors.exploding ? '  (exploding)' : '';
+  }}
   function update(x) {{
     run(x);
+    var noise = cancelling();
     data.rows.forEach(function (row, i) {{
       var texts = nodes[i];
       if (row[0] !== null && texts[row[0]]) texts[row[0]].textContent = number(at(data.refs.values[i]));
-      if (row[1] !== null && texts[row[1]] && data.refs.grads[i] !== null)
-        texts[row[1]].textContent = '\\u2202' + data.f + '/\\u2202' + data.symbols[i] + ' = ' +
-          number(at(data.refs.grads[i]));
+      if (row[1] !== null && texts[row[1]] && data.refs.grads[i] !== null) {{
+        var g = at(data.refs.grads[i]), head = '\\u2202' + data.f + '/\\u2202' + data.symbols[i];
+        texts[row[1]].textContent = noise[i] ? head + ' \\u2248 0' :
+          head + ' = ' + number(g) + (data.magnitude ? state(g) : '');
+        // Why a gradient was zero holds at the first point only.
+        if (data.magnitude && g !== 0)
+          for (var r = row[1] + 1; r < row[1] + 3 && r < texts.length; r++)
+            if (texts[r].getAttribute('fill') === data.colors.blocked[1]) texts[r].textContent = '';
+      }}
     }});
     data.refs.flows.forEach(function (slot, k) {{
-      if (edges[k]) edges[k].textContent = number(at(slot));
+      if (edges[k]) edges[k].textContent = noise[data.flowEnds[k][1]] ? '\\u22480' : number(at(slot));
     }});
+    if (data.magnitude) recolour();
     exact.textContent = '';
     var row = exact.insertRow();
     row.insertCell().textContent = 'value';

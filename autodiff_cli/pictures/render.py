@@ -24,7 +24,7 @@ from ..core.primitives import PRIMITIVES
 from .style import (BACKWARD, BACKWARD_TEXT, CONST_EDGE, CONST_FILL, FORWARD, INK,  # noqa: F401
                     INPUT_FILL, JUST_DONE, KNOWN, KNOWN_EDGE, KNOWN_TEXT, LARGE, MUTED, PASSES,
                     RANKDIRS, Frame, Look, block_labels, layout_size, style)
-from .text import displayable, number, printable  # noqa: F401
+from .text import displayable, enclosed, number, printable  # noqa: F401
 
 TEXT_LIMIT = 40   # longest source text on a node; elided in the middle past this
 
@@ -92,8 +92,24 @@ def node_symbol(graph, i, f, local=False, texts=None):
     elif node.name is not None:
         return node.name
     text = texts.get(i) if texts else None
-    text = _elide(text, SYMBOL_LIMIT) if text else graph.text(i, SYMBOL_LIMIT)
+    if text:   # as the caller wrote it: a call f(2*y) is one term already
+        return wrap(_elide(text, SYMBOL_LIMIT))
+    text = graph.text(i, SYMBOL_LIMIT)
     return text if _PLAIN.fullmatch(text) else f'({text})'
+
+
+_CALL = re.compile(r'[A-Za-z_][A-Za-z0-9_]*\(')
+
+
+def wrap(text):
+    """Text as one term of a formula: in parentheses unless it is a name, a
+    number, a call f(…) or already parenthesized."""
+    if _PLAIN.fullmatch(text) or enclosed(text):
+        return text
+    call = _CALL.match(text)
+    if call and enclosed(text[call.end() - 1:]):
+        return text
+    return f'({text})'
 
 
 def _elide(text, limit):
@@ -111,7 +127,9 @@ def caller_texts(graph):
     are, in order, its other arguments: the parameters, the globals, and calls
     of other blocks. Where that does not add up, the node keeps its own text."""
     from ..core.primitives import FUNCTIONS
+    from .calls import call_sites
     nodes, source = graph.nodes, graph.source
+    sites = call_sites(graph)
     texts = {}
     for i, node in enumerate(nodes):
         if node.block is None or node.span is None or node.op in ('input', 'const'):
@@ -158,15 +176,34 @@ def caller_texts(graph):
         text = ''.join(p if isinstance(p, str) else _caller_symbol(graph, outer[p], texts)
                        for p in pieces)
         texts[i] = ' '.join(text.split())
+    # A call's result is the call as written: ∂z/∂f(2*y), as the tutorial's ∇_y z.
+    for i, instance in results(graph).items():
+        site = sites.get(instance)
+        if site is not None and nodes[i].name is None:
+            texts[i] = f"{instance.partition('#')[0]}({' '.join(site.arguments.split())})"
     return texts
+
+
+def results(graph):
+    """{node id: its top-level block instance} for each node that is a call's
+    result: made by the call, and used outside it or the output."""
+    nodes = graph.nodes
+    top = [None if node.block is None else node.block.partition('/')[0] for node in nodes]
+    found = {}
+    for c, node in enumerate(nodes):
+        for a in node.args:
+            if top[a] is not None and top[c] != top[a]:
+                found[a] = top[a]
+    if top[graph.output] is not None:
+        found[graph.output] = top[graph.output]
+    return found
 
 
 def _caller_symbol(graph, a, texts):
     node = graph.nodes[a]
     if node.name is not None:
         return node.name
-    text = texts.get(a) or graph.text(a, SYMBOL_LIMIT)
-    return text if _PLAIN.fullmatch(text) else f'({text})'
+    return wrap(texts.get(a) or graph.text(a, SYMBOL_LIMIT))
 
 
 def scene(graph, values=None, grads=None):
@@ -281,8 +318,9 @@ def render(graph, values=None, grads=None, mode=None, rankdir='LR', frame=None,
                          mode, rankdir, frame, look or Look()))
 
 
-def drawing(graph, values=None, grads=None, collapse=None, look=None):
-    """The scene to style: collapsed if asked, with gradient health if coloured by it."""
+def drawing(graph, values=None, grads=None, collapse=None, look=None, folds=True):
+    """The scene to style: collapsed if asked, with gradient health if coloured
+    by it, and a long chain of identical steps folded (fold.py)."""
     if collapse not in (None, 'blocks'):
         raise ValueError("collapse must be None or 'blocks'")
     if collapse == 'blocks':
@@ -295,4 +333,7 @@ def drawing(graph, values=None, grads=None, collapse=None, look=None):
         health = diagnose(graph, values, grads)
         drawn = drawn._replace(items=[item._replace(health=health[item.id])
                                       for item in drawn.items])
-    return drawn
+    if not folds:
+        return drawn
+    from .fold import fold
+    return fold(drawn)

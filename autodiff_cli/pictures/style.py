@@ -3,7 +3,7 @@
 This module knows nothing about the tape. `style()` turns a Scene (see
 render.py) into DOT attributes; a `Frame` draws one step of a pass, a `Look`
 holds the options for slides (colour by gradient magnitude, the legend, font
-scale, size, products on edges, rows for long chains).
+scale, size, products on edges, rows or strips for long pictures).
 """
 
 import math
@@ -64,7 +64,8 @@ class Look(NamedTuple):
     font_scale: float = 1.0
     size: str | None = None      # Graphviz's size, 'W,H' in inches: scaled down to fit
     products: bool = False       # label gradient edges '4 · 3 = 12', not just '12'
-    width: float | None = SLIDE_WIDTH   # wrap a long chain onto rows this wide (inches)
+    width: float | None = SLIDE_WIDTH   # wrap or fold a long picture this wide (inches)
+    fold: bool = True            # fold into strips where rows cannot wrap (see strips())
     caption: bool = True         # a step's caption inside the picture (the page shows its own)
     ids: bool = False            # SVG ids for the interactive page: node-n3, grad-0, ...
 
@@ -172,10 +173,45 @@ def _node_attrs(item, mode, frame, look, output):
     return attrs
 
 
-def _swatch(text, fill, edge, rounded=False):
-    style = ' STYLE="rounded"' if rounded else ''
-    return (f'<TD BGCOLOR="{fill}" COLOR="{edge}" BORDER="1"{style}>'
+def _swatch(text, fill, edge):
+    return (f'<TD BGCOLOR="{fill}" COLOR="{edge}" BORDER="1">'
             f'&nbsp;{esc(text)}&nbsp;</TD>')
+
+
+OVAL = (36, 16)   # the legend's oval, in points: as tall as the boxes beside it
+
+
+def _oval(text, fill, edge):
+    """An oval swatch and its text. An HTML-like label has no ellipse (a
+    rounded cell is a pill), so the oval is drawn a row of points at a time
+    on a grid of 1-point cells: each row a border, the fill, a border, as
+    wide as the ellipse is there."""
+    width, height = OVAL
+    def across(y):   # the ellipse's width at height y (-1 .. 1), in whole points
+        return 2 * round(width / 2 * math.sqrt(max(0.0, 1 - y * y)))
+    rows = []
+    for k in range(height):
+        y = (k + 0.5) / height * 2 - 1
+        here = across(y)
+        # The border is as thick as the step to the narrower neighbour row,
+        # so the outline has no gaps where the ellipse turns flat.
+        narrower = min(across(y - 2 / height), across(y + 2 / height))
+        side = max(2, (here - narrower) // 2)   # 2 points: a line, not a dotted one
+        pad = (width - here) // 2
+        cells = [(pad, None)]
+        if k in (0, 1, height - 2, height - 1) or 2 * side >= here:
+            cells.append((here, edge))
+        else:
+            cells += [(side, edge), (here - 2 * side, fill), (side, edge)]
+        cells.append((pad, None))
+        rows.append('<TR>' + ''.join(
+            f'<TD COLSPAN="{n}" FIXEDSIZE="TRUE" WIDTH="{n}" HEIGHT="1"'
+            + (f' BGCOLOR="{color}"' if color else '') + '></TD>'
+            for n, color in cells if n) + '</TR>')
+    grid = "<TR>" + "<TD FIXEDSIZE=\"TRUE\" WIDTH=\"1\" HEIGHT=\"1\"></TD>" * width + "</TR>"
+    shape = ('<TABLE BORDER="0" CELLSPACING="0" CELLPADDING="0">' + grid + ''.join(rows)
+             + '</TABLE>')
+    return f'<TD>{shape}</TD><TD>{esc(text)}</TD>'
 
 
 def _legend(kinds, f, mode, frame, look):
@@ -187,7 +223,8 @@ def _legend(kinds, f, mode, frame, look):
                                    ('call', 'block call (dashed)', 'white', INK),
                                    ('output', 'output (double border)', 'white', INK)):
         if kind in kinds:
-            cells.append(_swatch(text, fill, edge, rounded=kind == 'input'))
+            cells.append(_oval(text, fill, edge) if kind == 'input' else
+                         _swatch(text, fill, edge))
     scale = []
     if mode == 'backward' and look.color == 'magnitude' and frame is None:
         scale.append(f'<TD>|∂{esc(f)}/∂node| from:</TD>')
@@ -225,10 +262,14 @@ def block_labels(blocks):
 
 def _clusters(blocks, fontsize):
     """{block path: an empty cluster with its label}."""
-    labels = block_labels(blocks)
+    # In the bottom right corner, one word a line ('block', its name, 'call
+    # k'): narrow enough that the arrow leaving the call (at the bottom, drawn
+    # top to bottom; on the right, left to right) passes beside it.
+    labels = {path: '<BR ALIGN="RIGHT"/>'.join(map(esc, text.replace(' ', ', ', 1).split(', ')))
+              for path, text in block_labels(blocks).items()}
     return {path: graphviz.Digraph(f'cluster_b{k}', graph_attr=dict(
-                label=f'<{esc(labels[path])}>', style='rounded,dashed', color=MUTED,
-                fontcolor=MUTED, fontsize=fontsize, labeljust='l', labelloc='b'))
+                label=f'<{labels[path]}>', style='rounded,dashed', color=MUTED,
+                fontcolor=MUTED, fontsize=fontsize, labeljust='r', labelloc='b'))
             for k, path in enumerate(blocks)}
 
 
@@ -276,9 +317,11 @@ def layout_size(scene):
 
 
 _CHAR = 0.5          # a character of DejaVu Sans, in ems, on average over labels
-_GAP = 0.6           # inches between ranks: ranksep plus an edge label
+_ROW_GAP = 0.6       # inches between ranks on a row: ranksep plus an edge label
 _NODESEP = 0.5       # inches between nodes of a row (dot's nodesep)
 _ACROSS = 1.25       # what that gap takes with the labels of the flat edges in it
+_GAP = 1.3           # inches between the columns of a strip: ranksep, a label mid-edge
+_BARE_GAP = 0.9      # ... where the edges carry no label mid-edge
 
 
 def label_width(item, points):
@@ -308,7 +351,7 @@ def rows(scene, width, points):
         r, w = rank[place[item.id]], label_width(item, points)
         tallest[r] = max(tallest[r], w)
         across[r] += w + (_ACROSS if across[r] else 0.0)
-    if sum(tallest) + _GAP * (len(tallest) - 1) <= width or max(across) > width:
+    if sum(tallest) + _ROW_GAP * (len(tallest) - 1) <= width or max(across) > width:
         return None
     row_of, row, used = [], 0, 0.0
     for w in across:
@@ -317,6 +360,81 @@ def rows(scene, width, points):
         used += (_ACROSS if used else 0.0) + w
         row_of.append(row)
     return {item.id: row_of[rank[place[item.id]]] for item in scene.items}
+
+
+def strips(scene, width, points, gap=_GAP):
+    """{node id: strip} to fold a picture wider than `width` inches (drawn left
+    to right) into strips stacked one under another, where rows() cannot wrap
+    it because a rank is too wide for one row (the inputs of a network): each
+    strip a run of whole ranks, read left to right, a rank a column, the
+    strips about equally wide. None when it fits, when one rank alone is too
+    wide, or when it has block boxes (a box cannot be split across strips)."""
+    if width is None or scene.blocks or not scene.items:
+        return None
+    width *= 0.95   # the estimate is rough: keep a margin
+    rank, place = _depths(scene)
+    columns = [0.0] * (max(rank) + 1)   # a rank is a column: as wide as its widest node
+    for item in scene.items:
+        r = rank[place[item.id]]
+        columns[r] = max(columns[r], label_width(item, points))
+    total = sum(columns) + gap * (len(columns) - 1)
+    # Whether it fits, as rows() judges it: fold only what clearly does not.
+    if sum(columns) + _ROW_GAP * (len(columns) - 1) <= width or max(columns) > width:
+        return None
+    # The strips share dot's columns, so the picture is as wide as the sum,
+    # over the columns of a strip, of the widest strip's column there. Fewest
+    # strips that fit, each cut to about the same width.
+    for count in range(2, len(columns) + 1):
+        strip_of = _fill(columns, gap, total / count)
+        if _folded_width(columns, strip_of, gap) <= width:
+            break
+    else:
+        return None
+    return {item.id: strip_of[rank[place[item.id]]] for item in scene.items}
+
+
+def _depths(scene):
+    """Each node's column in a folded picture: one after its furthest argument,
+    so that the layers of a network stand in one column each (all neurons
+    together); a node with no arguments stands just before its first use,
+    in that use's strip."""
+    items, links = scene.items, scene.links
+    place = {item.id: k for k, item in enumerate(items)}
+    rank = [0] * len(items)
+    has_args = [False] * len(items)
+    for link in links:                       # tape order: args come first
+        k = place[link.dst]
+        has_args[k] = True
+        rank[k] = max(rank[k], rank[place[link.src]] + 1)
+    first_use = {}
+    for link in links:
+        first_use.setdefault(place[link.src], rank[place[link.dst]])
+    for k in range(len(items)):
+        if not has_args[k] and k in first_use:
+            rank[k] = max(0, first_use[k] - 1)
+    return rank, place
+
+
+def _fill(columns, gap, target):
+    """The strip of each column: a strip ends where the next column would take
+    it further past `target` than it now falls short."""
+    strip_of, strip, used = [], 0, 0.0
+    for w in columns:
+        wider = used + gap + w
+        if used and wider - target > target - used:
+            strip, used = strip + 1, 0.0
+        used += (gap if used else 0.0) + w
+        strip_of.append(strip)
+    return strip_of
+
+
+def _folded_width(columns, strip_of, gap):
+    widest = {}
+    start = {}
+    for k, strip in enumerate(strip_of):
+        j = k - start.setdefault(strip, k)
+        widest[j] = max(widest.get(j, 0.0), columns[k])
+    return sum(widest.values()) + gap * (len(widest) - 1)
 
 
 def style(scene, mode='backward', rankdir='LR', frame=None, look=Look()):
@@ -330,7 +448,9 @@ def style(scene, mode='backward', rankdir='LR', frame=None, look=Look()):
     small = size <= EDGE_LABELS
     points = FONT_SIZE * look.font_scale
     font = f'{points:g}'
-    wrapped = rows(scene, look.width, points)
+    wrapped = rows(scene, look.width, points) if rankdir == 'LR' else None
+    banded = strips(scene, look.width, points, _GAP if small else _BARE_GAP) \
+        if wrapped is None and rankdir == 'LR' and look.fold else None
     graph_attr = dict(rankdir='TB' if wrapped else rankdir, fontname=FONT, fontsize=font,
                       nodesep=f'{_NODESEP if wrapped else 0.35:g}',
                       ranksep='0.35' if wrapped else '0.5' if small else '0.9', labelloc='b',
@@ -356,36 +476,61 @@ def style(scene, mode='backward', rankdir='LR', frame=None, look=Look()):
         uses.setdefault(link.src, []).append(link.dst)
         arguments.setdefault(link.dst, []).append(link.src)
     kinds = {item.id: item for item in scene.items}
-    beside = set()   # those constants: their edges are flat, within one rank
+    beside = {}   # those constants, by the op they hang beside: their edges are flat
+    for item in scene.items:
+        for a in arguments.get(item.id, ()):
+            const = kinds[a]
+            if const.kind == 'const' and uses[a] == [item.id] and const.block == item.block \
+                    and wrapped is None:
+                beside[a] = item.id
+    if banded is not None:   # a folded picture: each strip its own cluster, no box
+        banded.update({a: banded[op] for a, op in beside.items()})
+        strip_bodies = {k: graphviz.Digraph(f'cluster_strip{k}', graph_attr=dict(
+                            peripheries='0', margin='4'))
+                        for k in sorted(set(banded.values()))}
     for item in scene.items:
         pending = None
         if frame is not None and item.id not in frame.done:
             pending = 'value' if frame.forward else 'grad'
         show_grad = mode == 'backward' and item.live and not (frame is not None and frame.forward)
-        target = bodies[item.block] if item.block is not None else dot
+        target = bodies[item.block] if item.block is not None else \
+            strip_bodies[banded[item.id]] if banded is not None else dot
         attrs = _node_attrs(item, mode, frame, look, scene.output)
         if look.ids:
             attrs['id'] = f'node-n{item.id}'
         target.node(f'n{item.id}', _label(item, scene.f, show_value, show_grad, pending, look),
                     **attrs)
-        if wrapped is not None:
-            continue
         for a in dict.fromkeys(arguments.get(item.id, ())):
-            const = kinds[a]
-            if const.kind == 'const' and uses[a] == [item.id] and const.block == item.block:
-                beside.add(a)
+            if beside.get(a) == item.id:
                 with target.subgraph() as same:
                     same.attr(rank='same')
                     same.node(f'n{item.id}')
                     same.node(f'n{a}')
     _attach(dot, scene.blocks, bodies)
+    if banded is None and wrapped is None:
+        _calls_in_order(dot, scene)
+    if banded is not None:
+        for body in strip_bodies.values():
+            dot.subgraph(body)
     if wrapped is not None:
         _rows(dot, scene, wrapped)
 
+    # Top to bottom, a forward arrow and the backward one along it would run
+    # down the same line: a blank label gives the forward arrow a place of
+    # its own in the middle rank, and ordering=out keeps it left of the
+    # backward arrow's (drawn after it), so the two run side by side.
+    apart = rankdir == 'TB' and small and mode == 'backward' and wrapped is None \
+        and not (frame is not None and frame.forward)
+    if apart:
+        dot.attr(ordering='out')
     for link in scene.links:
         attrs = dict(color=FORWARD if show_value else INK)
+        if apart and link.grad is not None and link.src not in beside:
+            attrs['label'] = '\u2007'
         if wrapped is not None and wrapped[link.src] != wrapped[link.dst]:
             attrs['constraint'] = 'false'   # rows stack by the invisible edges of _rows()
+        if banded is not None and banded[link.src] != banded[link.dst]:
+            attrs['constraint'] = 'false'   # each strip is ranked on its own
         dot.edge(f'n{link.src}', f'n{link.dst}', **attrs)
     if mode == 'backward' and not (frame is not None and frame.forward):
         flowing = 0
@@ -397,6 +542,13 @@ def style(scene, mode='backward', rankdir='LR', frame=None, look=Look()):
             # and every frame of a step series keeps the same positions; edges
             # a frame has not reached yet are there, but invisible.
             attrs = dict(dir='back', style='dashed', color=BACKWARD, fontcolor=KNOWN_TEXT)
+            ends = (f'n{link.src}', f'n{link.dst}')
+            if banded is not None and banded[link.src] != banded[link.dst]:
+                # Drawn head to tail instead of with dir=back: dot (2.43) fails
+                # an assertion on two unconstrained edges between clusters
+                # with the same ends.
+                attrs.update(constraint='false', dir='forward')
+                ends = ends[::-1]
             if look.ids:
                 attrs['id'] = f'grad-{flowing - 1}'
             if look.color == 'magnitude' and frame is None:
@@ -418,7 +570,7 @@ def style(scene, mode='backward', rankdir='LR', frame=None, look=Look()):
             elif frame is not None and link.src == frame.current:
                 attrs.update(style='bold,dashed', penwidth='2.5', color=KNOWN_TEXT,
                              fontcolor=KNOWN_TEXT)
-            dot.edge(f'n{link.src}', f'n{link.dst}', **attrs)
+            dot.edge(*ends, **attrs)
 
     lines = []
     if frame is not None and look.caption:
@@ -447,16 +599,55 @@ def _rows(dot, scene, wrapped):
         dot.edge(f'n{first[row - 1]}', f'n{first[row]}', style='invis', weight='10')
 
 
+def _calls_in_order(dot, scene):
+    """Calls of one block that stand side by side, as the neurons of a layer
+    do, in the order the program makes them: neuron 1, 2, 3, 4 (dot would
+    order them to suit its crossing count, 3, 1, 2, 4). Where each call's
+    result goes to one node outside any block, and those nodes share a rank,
+    invisible flat edges hold them in call order, and the calls follow; in
+    the collapsed view, the calls themselves."""
+    rank, place = _depths(scene)
+    block_of = {item.id: item.block for item in scene.items}
+    calls, rows = {}, []
+    for path in scene.blocks:
+        if '/' not in path:
+            calls.setdefault(path.partition('#')[0], []).append(path)
+    for paths in calls.values():
+        if len(paths) < 2:
+            continue
+        users = {path: set() for path in paths}
+        for link in scene.links:
+            inside = block_of[link.src]
+            top = inside.partition('/')[0] if inside else None
+            if top in users and block_of[link.dst] is None:
+                users[top].add(link.dst)
+        heads = [next(iter(users[p])) if len(users[p]) == 1 else None for p in paths]
+        rows.append(heads)
+    collapsed = {}   # the collapsed view: each call is one node
+    for item in scene.items:
+        if item.kind == 'call':
+            collapsed.setdefault(item.title, []).append(item.id)
+    rows.extend(collapsed.values())
+    for heads in rows:
+        if len(heads) < 2 or None in heads or len(set(heads)) < len(heads) \
+                or len({rank[place[i]] for i in heads}) != 1:
+            continue
+        with dot.subgraph() as same:
+            same.attr(rank='same')
+            for a, b in zip(heads, heads[1:]):
+                same.edge(f'n{a}', f'n{b}', style='invis')
+
+
 def _edge_health(grad):
     if not math.isfinite(grad):
         return dict(color=NONFINITE, fontcolor=NONFINITE, penwidth='2')
     if grad == 0:
         return dict(color=BLOCKED, fontcolor=BLOCKED_TEXT)
     magnitude = math.log10(abs(grad))
-    return dict(color=_darker(scale_color(magnitude)), fontcolor=INK, penwidth='2')
+    return dict(color=darker(scale_color(magnitude)), fontcolor=INK, penwidth='2')
 
 
-def _darker(color):
+def darker(color):
     """A line colour from a fill colour: the same hue at 60% brightness."""
     r, g, b = (int(color[k:k + 2], 16) for k in (1, 3, 5))
     return '#{:02x}{:02x}{:02x}'.format(*(int(v * 0.6) for v in (r, g, b)))

@@ -1,0 +1,108 @@
+"""Folding a long chain of identical steps into one node, as the tutorial's
+figure 10 writes x → Block 1 → x₁ → Block 2 → x₂ → … → Block n → xₙ.
+
+A run is a chain of nodes that do the same thing (the same block's calls in
+the collapsed view, or the same op: tanh(tanh(tanh(…)))), each the only user
+of the one before, and each taking the same other arguments (constants, or a
+weight they all share; a sum of different terms is not a run). Past LONGEST of them, the first KEEP and the last KEEP are
+drawn, and the ones between become one node that says how many it stands
+for, the first and last of them, and what the chain rule makes of them: the
+product of their local derivatives, ∂(last)/∂(the node before the run). The
+numbers are the ones backward() computed; nothing is recomputed here.
+"""
+
+from .render import Link
+from .text import number
+
+LONGEST = 12   # a chain this long is drawn whole (samples/deep.ad's ten calls)
+KEEP = 2       # drawn at each end of a longer one
+
+
+def fold(drawn):
+    """The Scene with every run longer than LONGEST folded; as is if none."""
+    items = {item.id: item for item in drawn.items}
+    users, args = {}, {}
+    for link in drawn.links:
+        users.setdefault(link.src, []).append(link)
+        args.setdefault(link.dst, []).append(link)
+    runs, seen = [], set()
+    for item in drawn.items:
+        if item.id in seen or item.kind not in ('op', 'call'):
+            continue
+        run, shared = [item.id], None
+        while True:
+            out = users.get(run[-1], [])
+            nxt = items.get(out[0].dst) if len(out) == 1 else None
+            if nxt is None or nxt.kind != item.kind or nxt.title != item.title \
+                    or nxt.block != item.block or nxt.id == drawn.output:
+                break
+            # What else each step takes is the same for all (a weight, or
+            # nothing but constants): a sum of different terms is no chain.
+            others = frozenset(a.src for a in args.get(nxt.id, ()) if a.src != run[-1]
+                               and items[a.src].kind != 'const')
+            if shared is not None and others != shared:
+                break
+            shared = others
+            run.append(nxt.id)
+        seen.update(run)
+        if len(run) > LONGEST:
+            runs.append(run)
+    if not runs:
+        return drawn
+    stands_for, folded = {}, {}
+    for run in runs:
+        middle = run[KEEP:-KEEP]
+        for i in middle:
+            stands_for[i] = middle[-1]
+        folded[middle[-1]] = middle
+    links, where = [], {}
+    for link in drawn.links:
+        src, dst = stands_for.get(link.src, link.src), stands_for.get(link.dst, link.dst)
+        if src == dst:
+            continue
+        key = (src, dst)
+        if key in where:   # a value every folded step uses (a weight): one edge, the sum
+            k = where[key]
+            old = links[k]
+            grad = None if old.grad is None or link.grad is None else old.grad + link.grad
+            links[k] = Link(src, dst, grad)
+        else:
+            where[key] = len(links)
+            links.append(link._replace(src=src, dst=dst))
+    shown = []
+    for item in drawn.items:
+        if item.id in stands_for and item.id not in folded:
+            continue
+        if item.id in folded:
+            item = _folded(item, [items[i] for i in folded[item.id]], drawn, args, items)
+        shown.append(item)
+    return drawn._replace(items=shown, links=links)
+
+
+def _folded(last, members, drawn, args, items):
+    """The node standing for `members`: the last one's id, value and gradient,
+    and notes that say what the ones folded into it did."""
+    first = members[0]
+    title = f'{first.title} × {len(members)}'
+    expr = ' … '.join(m.expr or m.symbol for m in (first, last))
+    notes = []
+    if first.value is not None:
+        notes.append(f'values {number(first.value)} … {number(last.value)}')
+    if first.grad is not None and last.grad is not None:
+        notes.append(f'gradients {number(first.grad)} … {number(last.grad)}')
+    # ∂last/∂(the node before the run): the product of the local derivatives
+    # along the chain, each on the edge into a member from the one before it.
+    before = [a for a in args.get(first.id, []) if a.src not in {m.id for m in members}
+              and items[a.src].kind not in ('const',)]
+    if len(before) == 1:
+        product, previous = 1.0, before[0].src
+        for member in members:
+            step = [a for a in args.get(member.id, []) if a.src == previous]
+            if len(step) != 1 or step[0].local is None:
+                product = None
+                break
+            product *= step[0].local
+            previous = member.id
+        if product is not None:
+            notes.append(f'∂{last.symbol}/∂{items[before[0].src].symbol} = {number(product)}')
+    return last._replace(title=title, expr=expr, notes=tuple(notes))
