@@ -1,16 +1,15 @@
-"""Printed derivatives: adgrad's own text read back by the language, NumPy and
-C code run, LaTeX against golden text, names that cannot escape."""
+"""Printed derivatives: adgrad's own text read back by the language, NumPy
+code run, LaTeX against golden text. (C, and NumPy at edge points and names
+a language reserves: test_derive_code.py.)"""
 
 import glob
 import math
 import os
-import shutil
-import subprocess
 
 import pytest
 
 from autodiff_cli import AdgradError, backward, forward, lower
-from autodiff_cli.derive.printers import adgrad_text, c_text, latex_text, numpy_text
+from autodiff_cli.derive.printers import adgrad_text, latex_text, numpy_text
 from autodiff_cli.derive.record import differentiate, nth_derivative
 from tests.randexpr import cases, show
 
@@ -27,17 +26,27 @@ def _readable(text):
         return False
 
 
-def _close(a, b, rel=1e-12):
+def _close(a, b, rel=1e-12, scale=0.0):
+    """a and b agree to `rel`, or differ by rounding noise: a few ulps of
+    `scale`, the largest intermediate, where a sum cancels (the identities
+    a - a = 0, a/a = 1 make exact zeros of what grad leaves as noise)."""
     if math.isnan(a) or math.isnan(b):
         return math.isnan(a) and math.isnan(b)
     if math.isinf(a) or math.isinf(b):
         return a == b
-    return abs(a - b) <= rel * max(abs(a), abs(b)) + 1e-300
+    return abs(a - b) <= rel * max(abs(a), abs(b)) + 1e-14 * scale + 1e-300
 
 
 def _grad(graph, point):
     grads = backward(graph, forward(graph, point))
     return {n: grads[i] for n, i in graph.inputs.items()}
+
+
+def _scale(graph, point):
+    """The largest finite value or gradient grad meets at the point: the
+    size of its rounding noise, where a derivative cancels to about 0."""
+    values = forward(graph, point)
+    return max([abs(v) for v in values + backward(graph, values) if math.isfinite(v)], default=0.0)
 
 
 def _round_trip(graph, point):
@@ -50,15 +59,15 @@ def _round_trip(graph, point):
             continue
         printed = lower(text)
         got = forward(printed, {n: point[n] for n in printed.inputs})[printed.output]
-        yield name, want[name], got
+        yield name, want[name], got, _scale(graph, point)
 
 
 def test_printed_derivative_read_back_equals_grad_on_random_expressions():
     compared = 0
     for t, point in cases(seed=5, count=400, depth=4):
         graph = lower(show(t))
-        for name, want, got in _round_trip(graph, {n: point[n] for n in graph.inputs}):
-            assert _close(got, want), (show(t), name, point, got, want)
+        for name, want, got, scale in _round_trip(graph, {n: point[n] for n in graph.inputs}):
+            assert _close(got, want, scale=scale), (show(t), name, point, got, want)
             compared += 1
     assert compared > 200   # > 300 once the language reads if(c, a, b)
 
@@ -67,8 +76,8 @@ def test_printed_derivative_read_back_equals_grad_on_random_expressions():
 def test_printed_derivative_read_back_equals_grad_on_samples(path):
     graph = lower(open(path).read())
     compared = 0
-    for name, want, got in _round_trip(graph, dict(graph.defaults)):
-        assert _close(got, want), (name, got, want)
+    for name, want, got, scale in _round_trip(graph, dict(graph.defaults)):
+        assert _close(got, want, scale=scale), (name, got, want)
         compared += 1
     assert compared >= 1
 
@@ -97,6 +106,11 @@ def test_several_variables_share_bindings():
     ('2^x', 'd_x = 0.6931471805599453*2^x'),
     ('(x + 1)^3', 'd_x = 3*(x + 1)^2'),
     ('x/y', 'd_x = 1/y\nd_y = -x/y/y'),
+    ('min(z - z, -0.5) + x', 'd_z = 0\nd_x = 1'),                   # a - a -> 0
+    ('log(x/x) + y', 'd_x = 0\nd_y = 1'),                           # a/a -> 1, then 1/x - 1/x
+    ('y*atan(x)', 'd_y = atan(x)\nd_x = y/(x^2 + 1)'),              # y*(1/t) -> y/t
+    ('x - 3*x', 'd_x = -2'),
+    ('log(y - x*x)', 't1 = y - x^2\nd_y = 1/t1\nd_x = -2*(x/t1)'),   # -a - a -> -(2*a)
 ])
 def test_simplified_text(source, printed):
     assert adgrad_text(differentiate(lower(source))) == printed + '\n'
@@ -153,7 +167,8 @@ def test_numpy_code_returns_value_and_gradient_over_arrays():
                 assert _close(float(value[row]), values[graph.output]), show(t)
             for n in names:
                 if math.isfinite(want[n]):
-                    assert _close(float(gradient[n][row]), want[n]), (show(t), n, at)
+                    assert _close(float(gradient[n][row]), want[n], scale=_scale(graph, at)), \
+                        (show(t), n, at)
 
 
 def test_numpy_scalars_and_broadcasting():
@@ -164,83 +179,6 @@ def test_numpy_scalars_and_broadcasting():
     assert gradient['x'].tolist() == [1.0, 2.0, 3.0] and gradient['y'].tolist() == [2.0] * 3
 
 
-# ---- C ----
-
-def _compile_and_run(tmp_path, units):
-    """Compile every (graph, points) into one C program with cc -std=c99 -Wall
-    -Werror, run it, and return per unit per point [value, gradient...]."""
-    cc = shutil.which('cc')
-    if cc is None:
-        pytest.skip('no C compiler')
-    helpers, bodies, calls = [], [], []
-    for k, (graph, points) in enumerate(units):
-        code = c_text(differentiate(graph, with_value=True), function=f'f{k}')
-        for line in code.splitlines():
-            if line.startswith('static double ad_') and line not in helpers:
-                helpers.append(line)
-        bodies.append('\n'.join(line for line in code.splitlines()
-                                if not line.startswith(('#include', 'static double ad_'))))
-        n = len(graph.inputs)
-        for point in points:
-            args = ''.join(f'{point[name]!r}, ' for name in graph.inputs)
-            calls.append(f'    f{k}({args}&value, grad); printf("%.17g", value);'
-                         f' for (int j = 0; j < {n}; j++) printf(" %.17g", grad[j]);'
-                         ' printf("\\n");')
-    source = tmp_path / 'f.c'
-    source.write_text('\n'.join(['#include <math.h>', '#include <stdio.h>', *helpers, *bodies,
-                                 'int main(void)', '{', '    double value, grad[64];', *calls,
-                                 '    return 0;', '}', '']))
-    binary = tmp_path / 'f'
-    built = subprocess.run([cc, '-std=c99', '-Wall', '-Werror', '-o', str(binary), str(source),
-                            '-lm'], capture_output=True, text=True)
-    assert built.returncode == 0, built.stderr
-    out = subprocess.run([str(binary)], check=True, capture_output=True, text=True).stdout
-    rows = iter([float(v) for v in line.split()] for line in out.splitlines())
-    return [[next(rows) for _ in points] for _, points in units]
-
-
-def test_c_code_compiles_and_agrees_with_grad(tmp_path):
-    sources = [show(t) for t, _ in cases(seed=13, count=60, depth=4)]
-    sources += [open(path).read() for path in SAMPLES]
-    units = []
-    for source in sources:
-        graph = lower(source)
-        names = list(graph.inputs)
-        if names:
-            points = [{n: graph.defaults.get(n, 0.7) for n in names},
-                      {n: -1.3 + 0.4 * i for i, n in enumerate(names)}]
-            units.append((graph, points))
-    for (graph, points), rows in zip(units, _compile_and_run(tmp_path, units)):
-        for point, row in zip(points, rows):
-            values = forward(graph, point)
-            want = _grad(graph, point)
-            if math.isfinite(values[graph.output]):
-                assert _close(row[0], values[graph.output], 1e-11), graph.source
-            for name, got in zip(graph.inputs, row[1:]):
-                if math.isfinite(want[name]):
-                    assert _close(got, want[name], 1e-11), (graph.source, name, point)
-
-
-# ---- names that a language reserves ----
-
-HOSTILE = ['import', '__class__', 'int', 'double', 'return', 'value', 'f', 'np', 'signed',
-           't1', 'd_x', 'NAN', 'sin_', 'main']
-
-
-def test_reserved_names_cannot_escape(tmp_path):
-    graph = lower(' + '.join(f'{n}*{n}' for n in HOSTILE))
-    point = {n: 0.5 + i for i, n in enumerate(HOSTILE)}
-    want = _grad(graph, point)
-    text = adgrad_text(differentiate(graph))
-    assert _readable(text)
-    pytest.importorskip('numpy')
-    f = _load_numpy(numpy_text(differentiate(graph, with_value=True)))
-    _, gradient = f(*[point[n] for n in graph.inputs])
-    assert {n: float(g) for n, g in gradient.items()} == want
-    row = _compile_and_run(tmp_path, [(graph, [point])])[0][0]
-    assert row[1:] == [want[n] for n in graph.inputs]
-
-
 # ---- LaTeX ----
 
 @pytest.mark.parametrize('source, golden', [
@@ -248,9 +186,9 @@ def test_reserved_names_cannot_escape(tmp_path):
     ('sqrt(x)', r'\[ \frac{\partial f}{\partial x} = \frac{1}{2 \sqrt{x}} \]'),
     ('exp(-x^2)', r'\[ \frac{\partial f}{\partial x} = -2 e^{-{x}^{2}} x \]'),
     ('log(x)/x', r'\[ \frac{\partial f}{\partial x} = \frac{\frac{1}{x}}{x} - \frac{\frac{\log\left(x\right)}{x}}{x} \]'),
-    ('atan(alpha*x1)', r'\[ t_{1} = \frac{1}{{\left(\alpha x_{1}\right)}^{2} + 1} \]' '\n'
-                       r'\[ \frac{\partial f}{\partial \alpha} = x_{1} t_{1} \]' '\n'
-                       r'\[ \frac{\partial f}{\partial x_{1}} = \alpha t_{1} \]'),
+    ('atan(alpha*x1)', r'\[ t_{1} = {\left(\alpha x_{1}\right)}^{2} + 1 \]' '\n'
+                       r'\[ \frac{\partial f}{\partial \alpha} = \frac{x_{1}}{t_{1}} \]' '\n'
+                       r'\[ \frac{\partial f}{\partial x_{1}} = \frac{\alpha}{t_{1}} \]'),
     ('abs(x)', r'\[ \frac{\partial f}{\partial x} = \operatorname{sgn}\left(x\right) \]'),
 ])
 def test_latex_golden(source, golden):

@@ -133,7 +133,9 @@ C_HELPERS = {
     'csc': 'static double ad_csc(double a) { return 1.0 / sin(a); }',
     'coth': 'static double ad_coth(double a) { return 1.0 / tanh(a); }',
     'acot': 'static double ad_acot(double a) { return atan(1.0 / a); }',
-    'acsch': 'static double ad_acsch(double a) { return asinh(1.0 / a); }',
+    # Below ieee.TINY = 2^-30, 1/x may overflow where acsch and asech are finite.
+    'acsch': 'static double ad_acsch(double a) { return fabs(a) < 0x1p-30 ? '
+             'copysign(0.6931471805599453 - log(fabs(a)), a) : asinh(1.0 / a); }',
     'sinc': 'static double ad_sinc(double a) '
             '{ double p = 3.141592653589793 * a; return a == 0 ? 1.0 : sin(p) / p; }',
     'softplus': 'static double ad_softplus(double a) { return a > 20.0 ? a : log1p(exp(a)); }',
@@ -150,8 +152,9 @@ C_HELPERS = {
             'return fabs(s) == HUGE_VAL ? copysign(2.0 * exp(-fabs(a)), a) : 1.0 / s; }',
     'acoth': 'static double ad_acoth(double a) '
              '{ return copysign(0.5 * log1p(2.0 / (fabs(a) - 1.0)), a); }',
-    'asech': 'static double ad_asech(double a) '
-             '{ double r = sqrt((1.0 - a) * (1.0 + a)); return log1p(((1.0 - a) + r) / a); }',
+    'asech': 'static double ad_asech(double a) { double r = sqrt((1.0 - a) * (1.0 + a)); '
+             'return fabs(a) < 0x1p-30 ? 0.6931471805599453 - log(a) '
+             ': log1p(((1.0 - a) + r) / a); }',
     'asec': 'static double ad_asec(double a) { double m = fabs(a); '
             'return atan2(sqrt(m - 1.0) * sqrt(m + 1.0), a > 0 ? 1.0 : (a < 0 ? -1.0 : 0.0)); }',
     'acsc': 'static double ad_acsc(double a) { double m = fabs(a); '
@@ -162,7 +165,9 @@ C = {**_ARITHMETIC, 'abs': _t('fabs($0)', ATOM, 0),
      **{name: _call('ad_' + name, PRIMITIVES[name].arity) for name in C_HELPERS},
      'pow': _t('pow($0, $1)', ATOM, 0, 0), 'where': _t('($0 ? $1 : $2)', ATOM, 0, 0, 0),
      'if': _t('($0 ? $1 : $2)', ATOM, 0, 0, 0), 'stop_gradient': _t('$0', ATOM, ATOM),
-     'and': _t('$0 && $1', AND, AND, NOT), 'or': _t('$0 || $1', OR, OR, AND),
+     # `a && b || c` is C's own grouping, but -Wall (-Wparentheses) asks for
+     # the parentheses, and -Werror makes that an error: an || parenthesizes both sides.
+     'and': _t('$0 && $1', AND, AND, NOT), 'or': _t('$0 || $1', OR, NOT, NOT),
      'not': _t('!$0', 3, 3)}
 
 # ---- LaTeX: \operatorname{name} for what has no sign of its own ----

@@ -65,9 +65,16 @@ def _add(tape, a, b):
                 return _gate(tape, ga, tape.add(ga[1], gb[1]))
             taken, untaken = (ga, gb) if ga[2] else (gb, ga)
             return tape.apply('if', ga[0], taken[1], untaken[1])   # if(c, a, 0) + if(c, 0, b)
+        if gb is not None and not tape.exact and tape.op(a) == 'add':
+            rest, last = tape.args(a)                # (x + if(c, 0, a)) + if(c, 0, b):
+            gl = _gated(tape, last)                  # the two gates meet, as x + if(c, 0, a + b)
+            if gl is not None and gl[0] == gb[0] and gl[2] == gb[2]:
+                return tape.add(rest, tape.add(last, b))
     a_node, b_node = type(a) is Ref, type(b) is Ref
     if not b_node and b == 0.0:
         return a
+    if not b_node and b < 0:
+        return tape.sub(a, -b)                   # x + -2 -> x - 2, exact
     if not a_node and a == 0.0:
         return b
     nodes = tape.nodes
@@ -85,6 +92,12 @@ def _add(tape, a, b):
 def _sub(tape, a, b):
     if _is(tape, b, 0.0):
         return a
+    if type(a) is Ref and type(b) is Ref and not tape.exact:
+        if a == b:
+            return 0.0                         # a - a -> 0 (IEEE: inf - inf is nan)
+        node = tape.nodes[a]
+        if node.op == 'neg' and node.args[0] == b:
+            return tape.neg(tape.mul(2.0, b))  # -a - a -> -(2*a), as a + a -> 2*a
     if _is(tape, a, 0.0):
         return tape.neg(b)
     nb = _negated(tape, b)
@@ -131,6 +144,8 @@ def _mul(tape, a, b):
         if tape.op(inner) == 'mul' and tape.value(tape.args(inner)[0]) is not None:
             c, first = tape.args(inner)        # 2*(3*x*y) -> 6*x*y
             return tape.mul(tape.mul(va * tape.value(c), first), rest)
+    if op_b == 'div' and tape.value(nodes[b].args[0]) == 1.0:
+        return tape.div(a, nodes[b].args[1])   # a*(1/b) -> a/b (rounded once, not twice)
     if va is None and op_b == 'mul' and tape.value(nodes[b].args[0]) is not None:
         c, rest = nodes[b].args
         return tape.mul(tape.mul(c, a), rest)  # x*(2*y) -> 2*x*y: the constant out front
@@ -160,6 +175,8 @@ def _div(tape, a, b):
         return None
     if _is(tape, a, 0.0):
         return 0.0                             # 0/x -> 0 (IEEE: 0/0 is nan)
+    if a == b and type(a) is Ref and type(b) is Ref:
+        return 1.0                             # a/a -> 1 (IEEE: 0/0 and inf/inf are nan)
     if vb is not None and vb != 0 and math.isfinite(vb) and math.frexp(vb)[0] == 0.5:
         return tape.mul(1.0 / vb, a)           # x/2 -> 0.5*x: exact for a power of two
     na, nb = _negated(tape, a), _negated(tape, b)
@@ -222,12 +239,21 @@ def _same_condition(tape, c, x, first):
     return x
 
 
+def _same(tape, a, b):
+    """Whether a and b are one value: one node, or equal constants; of one
+    sign too on an exact tape (if(c, 0, -0) is 0 only up to a zero's sign)."""
+    if a is b:
+        return True
+    if type(a) is Ref or type(b) is Ref:
+        return a == b and type(a) is type(b)
+    return a == b and (not tape.exact or math.copysign(1, a) == math.copysign(1, b))
+
+
 def _if(tape, c, a, b):
     a2, b2 = _same_condition(tape, c, a, True), _same_condition(tape, c, b, False)
     if (a2 is not a or b2 is not b) and not tape.exact:
         return tape.apply('if', c, a2, b2)    # if(c, if(c, x, y), z) -> if(c, x, z)
-    if a is b or (a == b and type(a) is type(b)
-                  and (tape.value(a) is None or math.copysign(1, a) == math.copysign(1, b))):
+    if _same(tape, a, b):
         return a
     return None
 
@@ -243,8 +269,7 @@ def _where(tape, c, a, b):
         if gate is not None and tape.value(other) == 0.0:    # a relu inside a branch
             inner = tape.where(c, gate[1], 0.0) if first else tape.where(c, 0.0, gate[1])
             return _gate(tape, gate, inner)
-    if a is b or (a == b and type(a) is type(b)
-                  and (tape.value(a) is None or math.copysign(1, a) == math.copysign(1, b))):
+    if _same(tape, a, b):
         return a
     return None
 
