@@ -134,11 +134,12 @@ def test_hessian_agrees_with_torch_on_random_expressions():
     assert not failures, failures[:5]
 
 
-# torch differentiates these twice with hand-written double-backward kernels
-# (softplus_double_backward, gelu's), which do not pass through the masked
-# branch of the first derivative; adgrad differentiates its first-derivative
-# rule, so past softplus's threshold and at gelu(1e300) it meets 0 * inf.
-SECOND_ORDER_KERNELS = {'softplus', 'gelu'}
+# torch differentiates gelu twice with a hand-written kernel that squares x
+# before it multiplies by the density: at |x| past 1.3e154, x*x = inf meets
+# pdf = 0 and torch gives nan, where adgrad, differentiating its
+# first-derivative rule, gives the limit 0. Everywhere else they agree
+# (test_second_derivatives_with_torch_kernels).
+SECOND_ORDER_KERNELS = {'gelu'}
 
 
 def test_hessian_agrees_with_torch_on_every_primitive_at_edge_points():
@@ -203,3 +204,67 @@ def test_nth_derivative_agrees_with_repeated_torch_autograd(order):
         compared += 1
     assert compared > 100
     assert not failures, failures[:5]
+
+
+# Points where torch's second derivative comes from a double-backward kernel
+# (softplus_double_backward with its mask x < 20, gelu's, sinc's through
+# sinc_backward): either side of softplus's threshold and exactly at it, and
+# sinc and gelu around 0. The cancelling slope z/(z + 1) (softplus) is
+# differentiated as a quotient by adgrad and as s(1 - s) by torch, so near
+# the threshold they agree to 1e-7 relative, not to ulps.
+@pytest.mark.parametrize('expr, x, rel', [
+    ('softplus(x)', 20.0, 0), ('softplus(x)', 20.5, 0), ('softplus(x)', 800.0, 0),
+    ('softplus(x)', 1e300, 0), ('softplus(x)', math.inf, 0), ('softplus(x)', -math.inf, 0),
+    ('softplus(x)', math.nan, 0), ('softplus(x)', 0.0, 0), ('softplus(x)', -30.0, 1e-12),
+    ('softplus(x)', 19.9, 1e-7), ('softplus(x)', 15.0, 1e-7), ('softplus(x)', 3.0, 1e-12),
+    ('softplus(2*x)*x', 700.0, 0), ('softplus(x^2)', 5.0, 1e-7),
+    ('sinc(x)', 0.0, 0), ('sinc(x)', -0.0, 0), ('sinc(x)', 1e-300, 0),
+    ('sinc(x)', 1.0, 1e-12), ('gelu(x)', 0.0, 1e-15), ('gelu(x)', -40.0, 0),
+    ('gelu(x)', 40.0, 0), ('gelu(x)', 1e150, 0),
+])
+def test_second_derivatives_with_torch_kernels(expr, x, rel):
+    graph = lower(expr)
+    ours = hessian(graph, {'x': x})[0][0]
+    want = torch_hessian(graph, {'x': x}, ['x'])[0][0]
+    if rel == 0:
+        assert same(ours, want), (ours, want)
+    else:
+        assert ours == pytest.approx(want, rel=rel, abs=1e-300), (ours, want)
+
+
+@pytest.mark.parametrize('x', [1e300, -1e300, 1e155])
+def test_gelu_second_derivative_past_the_square_overflow_is_the_limit_not_nan(x):
+    """The documented difference: torch's gelu double-backward kernel squares
+    x first, so x*x = inf times the density 0 gives nan; adgrad gives 0,
+    the second derivative's limit."""
+    graph = lower('gelu(x)')
+    assert math.isnan(torch_hessian(graph, {'x': x}, ['x'])[0][0])
+    assert hessian(graph, {'x': x})[0][0] == 0.0
+
+
+# ---- the generated NumPy code against PyTorch (test_derive_code.py runs
+# it, and the C code, against adgrad's own gradient at edge points too) ----
+
+@pytest.mark.parametrize('op', sorted(CASES))
+def test_numpy_code_agrees_with_torch(op):
+    np = pytest.importorskip('numpy')
+    from autodiff_cli.derive.printers import numpy_text
+    from autodiff_cli.derive.record import differentiate
+    expr, points = CASES[op]
+    graph = lower(expr)
+    if not _has_torch(graph):
+        pytest.skip(f'torch has no {op}')
+    namespace = {}
+    exec(compile(numpy_text(differentiate(graph, with_value=True)), '<generated>', 'exec'),
+         namespace)                                 # generated from graph nodes only
+    names = list(graph.inputs)
+    for p in points:
+        point = dict(zip(names, p))
+        value, gradient = namespace['f'](*[np.array([point[n]]) for n in names])
+        leaves = {n: torch.tensor(v, dtype=torch.float64, requires_grad=True)
+                  for n, v in point.items()}
+        out = by_torch(graph, leaves)
+        assert same(float(value[0]), out.item()), (op, point)
+        grads = torch.autograd.grad(out, [leaves[n] for n in names], allow_unused=True)
+        for n, g in zip(names, grads):
+            assert same(float(gradient[n][0]), 0.0 if g is None else g.item()), (op, n, point)

@@ -143,8 +143,12 @@ def _sinc_vjp(k, g, out, a):
 
 def _softplus_vjp(k, g, out, a):
     # torch's softplus_backward, beta = 1, threshold = 20: g past the
-    # threshold, else g z/(z + 1) with z = e^x.
-    z = k.exp(a)
+    # threshold, else g z/(z + 1) with z = e^x. z is of x held at 20 from 20
+    # on (the same number wherever it is used), so that differentiated again
+    # the branch not taken meets no inf (torch: 0 past 20, not nan) and the
+    # slope's own slope is 0 from x = 20 on, as softplus_double_backward's
+    # mask x < 20 makes it.
+    z = k.exp(k.where(k.ge(a, 20.0), 20.0, a))
     return (k.where(k.lt(20.0, a), g, k.div(k.mul(g, z), k.add(z, 1.0))),)
 
 
