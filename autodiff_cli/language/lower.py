@@ -41,6 +41,7 @@ _UPDATES = {'+=': 'add', '-=': 'sub', '*=': 'mul', '/=': 'div', '^=': 'pow'}
 _NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_]*')
 _new_node = tuple.__new__   # Node(...) without NamedTuple's keyword handling: 3x cheaper
 _NODE = repeat(Node)        # for map(_new_node, _NODE, rows): endless, so one serves every map
+_VALUE_ID = itemgetter(2)   # of an expression's value (start, end, node id)
 
 
 def lower(source):
@@ -250,19 +251,19 @@ class Lowering:
         if name in self.input_ids and name not in self.declared:
             use = self.nodes[self.input_ids[name]].span[0]
             raise self.error(f"'{_clip(name)}' is used before its definition", use)
-        count = self.versions[name] = self.versions.get(name, 0) + 1
+        versions, nodes = self.versions, self.nodes
+        count = versions[name] = versions.get(name, 0) + 1
         shown = name if count == 1 else f'{name}#{count}'
-        node = self.nodes[node_id]
-        if node.name is not None or node_id < len(self.nodes) - 1 or node.op == 'input':
+        op, args, own_name, value, own_span, block = nodes[node_id]
+        if own_name is None and node_id == len(nodes) - 1 and op != 'input':
+            nodes[node_id] = _new_node(Node, (op, args, shown, value, own_span, block))
+        else:
             # Already someone's node (a variable, another binding, a block's
             # argument): the new name gets a node of its own.
             node_id = self.emit('pos', (node_id,), span, name=shown)
-        else:
-            op, args, _, value, own_span, block = node
-            self.nodes[node_id] = _new_node(Node, (op, args, shown, value, own_span, block))
         self.names[name] = node_id
         self.output = node_id
-        self.mark = len(self.nodes)   # the statement ends
+        self.mark = len(nodes)   # the statement ends
 
     def check_name(self, name, pos, what):
         if name in KEYWORDS:
@@ -425,10 +426,11 @@ class Lowering:
     def number(self, stack, size):
         _, start, end, text = stack[-1]
         target = self.target   # emit(), inlined: one per number in the text
-        if len(target) >= MAX_NODES:
+        node_id = len(target)
+        if node_id >= MAX_NODES:
             raise self.too_many((start, end))
         target.append(_new_node(Node, ('const', (), None, float(text), (start, end), None)))
-        stack[-1] = (start, end, (len(target) - 1) ^ self.flip)
+        stack[-1] = (start, end, node_id ^ self.flip)
 
     def variable(self, stack, size):
         _, start, end, name = stack[-1]
@@ -490,6 +492,19 @@ class Lowering:
     def call(self, stack, size):
         (_, start, _, name), _, arguments, (_, _, end, _) = stack[-4:]
         del stack[-3:]
+        row = FUNCTIONS.get(name)
+        if row is not None and len(arguments) == row.arity and name not in self.blocks:
+            # A built-in function with its plain arity (every other case,
+            # n-ary min, log(x, b), a wrong count, goes through function()):
+            # emit() inlined, as this runs once per call in the text.
+            target = self.target
+            node_id = len(target)
+            if node_id >= MAX_NODES:
+                raise self.too_many((start, end))
+            args = (arguments[0][2],) if len(arguments) == 1 else tuple(map(_VALUE_ID, arguments))
+            target.append(_new_node(Node, (name, args, None, None, (start, end), None)))
+            stack[-1] = (start, end, node_id ^ self.flip)
+            return
         block = self.blocks.get(name)
         if block is not None and block.grad is None and self.body is None \
                 and len(arguments) == len(block.params):
@@ -502,7 +517,7 @@ class Lowering:
                 base = len(target)
                 count = self.instances[name] = self.instances.get(name, 0) + 1
                 self.called.add(name)
-                local = [a for _, _, a in arguments]
+                local = list(map(_VALUE_ID, arguments))
                 local += range(base, base + len(ops))
                 local += tape_ids
                 flat = gather(local)
@@ -514,17 +529,8 @@ class Lowering:
         stack[-1] = self.called_value(name, arguments, start, end)
 
     def called_value(self, name, arguments, start, end):
-        row = FUNCTIONS.get(name)
-        if row is not None and len(arguments) == row.arity and name not in self.blocks:
-            # A built-in function with its plain arity (every other case,
-            # n-ary min, log(x, b), a wrong count, goes through function()):
-            # emit() inlined, as this runs once per call in the text.
-            target = self.target
-            if len(target) >= MAX_NODES:
-                raise self.too_many((start, end))
-            target.append(_new_node(Node, (name, tuple([a for _, _, a in arguments]), None, None,
-                                           (start, end), None)))
-            return (start, end, (len(target) - 1) ^ self.flip)
+        """The value of a call that is not a built-in's plain one nor a plain
+        block call on the tape (see call)."""
         if name not in self.blocks:
             name = ALIASES.get(name, name)
         args = [node_id for _, _, node_id in arguments]
@@ -688,10 +694,11 @@ def _binary(op):
         (start, _, a), _, (_, end, b) = stack[-3:]
         del stack[-2:]
         target = self.target
-        if len(target) >= MAX_NODES:
+        node_id = len(target)
+        if node_id >= MAX_NODES:
             raise self.too_many((start, end))
         target.append(_new_node(Node, (op, (a, b), None, None, (start, end), None)))
-        stack[-1] = (start, end, (len(target) - 1) ^ self.flip)
+        stack[-1] = (start, end, node_id ^ self.flip)
     return build
 
 

@@ -16,7 +16,7 @@ import os
 import re
 import zlib
 from itertools import accumulate, chain, compress, repeat
-from operator import and_, attrgetter, eq, gt, is_
+from operator import and_, eq, gt
 
 from ..errors import AdgradError, TableError
 
@@ -86,7 +86,6 @@ UNEXPECTED = '<unexpected>'  # a character that starts no terminal
 # with the next chunk, as its terminal may look past its own end (a NUMBER
 # reads on to an exponent: `1e` then `+5`).
 _CHUNK = 1 << 16
-_GROUP = attrgetter('lastgroup')
 _DEPTH = {'LPAR': 1, 'RPAR': -1}   # of parentheses: a new line inside them is white space
 _MARGIN = 64
 
@@ -151,9 +150,10 @@ class _Parser:
         """Iterators of the (kind, start, end, text) of each token, chunk by
         chunk, then of ('$END', ...): the parser loops over each, with no
         generator to resume per token."""
-        known = dict(self.literal)
-        keep, findall, fullmatch = self.keep, self.pieces.findall, self.classifier.fullmatch
-        group_kind = self.group_kinds.__getitem__
+        kind_of = _Kinds(self.literal)
+        kind_of.fullmatch, kind_of.group_kinds = self.classifier.fullmatch, self.group_kinds
+        kind_of = kind_of.__getitem__
+        keep, findall = self.keep, self.pieces.findall
         pos, size, length = 0, _CHUNK, len(text)
         depth = 0
         while pos < length:
@@ -168,14 +168,7 @@ class _Parser:
                     size *= 2
                     continue
                 del texts[count:], ends[count + 1:]
-            kinds = list(map(known.get, texts))
-            if None in kinds:   # texts not seen before (no keyword): classify each once
-                new = set(compress(texts, map(is_, kinds, repeat(None))))
-                known.update(zip(new, map(group_kind, map(_GROUP, map(fullmatch, new)))))
-                kinds = list(map(known.get, texts))
-                for piece in new:
-                    if len(piece) > 64:   # a comment, say: do not keep it
-                        del known[piece]
+            kinds = list(map(kind_of, texts))
             kept = map(keep.get, kinds, repeat(True))
             if '_NEWLINE' not in kinds:
                 depth += kinds.count('LPAR') - kinds.count('RPAR')
@@ -324,6 +317,20 @@ def _leave(stack, size):
 
 def _drop(stack, size):
     stack[len(stack) - size:] = (None,)
+
+
+class _Kinds(dict):
+    """The kind of each piece of text seen so far; a piece not seen before
+    (never a keyword: those are all known from the start) is classified
+    when it is first met."""
+
+    __slots__ = ('fullmatch', 'group_kinds')
+
+    def __missing__(self, piece):
+        kind = self.group_kinds[self.fullmatch(piece).lastgroup]
+        if len(piece) <= 64:   # a comment, say: not worth keeping
+            self[piece] = kind
+        return kind
 
 
 class _Unexpected(Exception):
