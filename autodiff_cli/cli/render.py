@@ -206,6 +206,8 @@ def _picture(graph, values, grads, mode, args, look, fmt, collapse, warn):
 
 
 FOLDS = 20        # a graph this many times --max-nodes is refused before it is drawn
+FIT_SECONDS = 10  # dot's time for each way of drawing a picture that _fitted() tries
+TALLEST = 2       # a picture that fits a slide's width may be this many times as tall
 FIT_NODES = 150   # up to this layout size, dot is fast enough to be asked more than once
 
 
@@ -213,15 +215,18 @@ def _fitted(draw, look, rankdir, max_nodes):
     """The picture that fits a slide's width, measured rather than guessed.
     In order: as drawn; wrapped onto rows; top to bottom, unless --rankdir
     was given; folded into strips (style.strips), narrower if dot drew them
-    wider than style's estimate. The narrowest, if none fits."""
+    wider than style's estimate. The first that is a slide wide and at most
+    TALLEST times as tall as wide; if none is, the one that needs the least
+    shrinking to fit a slide (a tangle of a random expression folded into a
+    strip a hundred inches tall fits the width, and helps no one)."""
     from ..pictures.layout import picture_size
-    from ..pictures.style import SLIDE_WIDTH
+    from ..pictures.style import SLIDE_HEIGHT, SLIDE_WIDTH
     direction = rankdir or 'LR'
     tries = [(direction, look._replace(width=None), False),
              (direction, look._replace(fold=False), True)]
     if rankdir is None:
         tries.append(('TB', look._replace(width=None), False))
-    tries.append((direction, look, True))
+    tries.append((direction, look._replace(fold=True), True))
     best, seen = None, set()
     while tries and len(seen) < 6:
         direction, dressed, again = tries.pop(0)
@@ -229,16 +234,21 @@ def _fitted(draw, look, rankdir, max_nodes):
         if picture.source in seen:
             continue
         seen.add(picture.source)
-        measured = picture_size(_layout(picture.digraph, 'svg', max_nodes), 'svg')
-        inches = measured[0] if measured else 0.0
-        if inches <= SLIDE_WIDTH:
+        try:
+            measured = picture_size(_layout(picture.digraph, 'svg', max_nodes, FIT_SECONDS),
+                                    'svg')
+        except AdgradError:   # dot failed or was slow on this way of drawing it: the next
+            continue
+        width, height = measured[:2] if measured else (0.0, 0.0)
+        if width <= SLIDE_WIDTH and height <= TALLEST * max(width, SLIDE_HEIGHT):
             return picture
-        if best is None or inches < best[0]:
-            best = (inches, picture)
-        if again:   # once more, narrower by what dot overshot style's estimate
-            narrower = dressed.width * SLIDE_WIDTH / inches * 0.97
+        shrink = max(width / SLIDE_WIDTH, height / SLIDE_HEIGHT)
+        if best is None or shrink < best[0]:
+            best = (shrink, picture)
+        if again and width > SLIDE_WIDTH:   # once more, narrower by what dot overshot
+            narrower = dressed.width * SLIDE_WIDTH / width * 0.97
             tries.insert(0, (direction, dressed._replace(width=narrower), False))
-    return best[1]
+    return best[1] if best is not None else draw(rankdir or 'LR', look)
 
 
 def _check_viewable(data, fmt, crisp=True, has_blocks=False, warn=None):
@@ -336,7 +346,7 @@ def _check_size(graph, limit, what, spread=SPREAD, scene=None):
 
 # ---- running dot ----
 
-def _layout(digraph, fmt, max_nodes=None):
+def _layout(digraph, fmt, max_nodes=None, seconds=None):
     """The picture's bytes: DOT text as is, or what dot makes of it.
 
     dot runs here rather than through graphviz's pipe() so that it can be
@@ -350,7 +360,7 @@ def _layout(digraph, fmt, max_nodes=None):
     program = shutil.which('dot')
     if program is None:
         raise UsageError(INSTALL_GRAPHVIZ)
-    seconds = DOT_SECONDS * max(1, (max_nodes or MAX_NODES) / MAX_NODES)
+    seconds = seconds or DOT_SECONDS * max(1, (max_nodes or MAX_NODES) / MAX_NODES)
     try:
         done = subprocess.run([program, f'-T{fmt}'], input=digraph.source.encode('utf-8'),
                               capture_output=True, timeout=seconds)

@@ -21,6 +21,7 @@ COLORS = ('plain', 'magnitude')
 EDGE_LABELS = 150
 LARGE = 1000
 SLIDE_WIDTH = 13.3   # inches: 1920 px at the 144 dpi of a PNG, a 16:9 slide's width
+SLIDE_HEIGHT = 7.5    # inches: 1080 px at 144 dpi
 FONT_SIZE = 12   # every text on a picture, in points: legible on a projected slide
 
 # Each colour has one meaning, shared by the picture, the legend and the README.
@@ -65,7 +66,8 @@ class Look(NamedTuple):
     size: str | None = None      # Graphviz's size, 'W,H' in inches: scaled down to fit
     products: bool = False       # label gradient edges '4 · 3 = 12', not just '12'
     width: float | None = SLIDE_WIDTH   # wrap or fold a long picture this wide (inches)
-    fold: bool = True            # fold into strips where rows cannot wrap (see strips())
+    fold: bool = False           # fold into strips where rows cannot wrap (see strips());
+                                 # the CLI tries it, measured, as dot can be slow on strips
     caption: bool = True         # a step's caption inside the picture (the page shows its own)
     ids: bool = False            # SVG ids for the interactive page: node-n3, grad-0, ...
 
@@ -543,10 +545,12 @@ def style(scene, mode='backward', rankdir='LR', frame=None, look=Look()):
             # a frame has not reached yet are there, but invisible.
             attrs = dict(dir='back', style='dashed', color=BACKWARD, fontcolor=KNOWN_TEXT)
             ends = (f'n{link.src}', f'n{link.dst}')
-            if banded is not None and banded[link.src] != banded[link.dst]:
-                # Drawn head to tail instead of with dir=back: dot (2.43) fails
-                # an assertion on two unconstrained edges between clusters
-                # with the same ends.
+            across = banded is not None and banded[link.src] != banded[link.dst]
+            if across:
+                # From one strip to another, drawn head to tail and labelled
+                # beside the line: dot (2.43) fails an assertion on two
+                # unconstrained edges between clusters with the same ends,
+                # and 'trouble in init_rank' on such an edge's mid label.
                 attrs.update(constraint='false', dir='forward')
                 ends = ends[::-1]
             if look.ids:
@@ -557,7 +561,7 @@ def style(scene, mode='backward', rankdir='LR', frame=None, look=Look()):
             # as one more node per edge, and past EDGE_LABELS that costs
             # seconds: larger graphs (and flat edges, whose label would sit on
             # the forward edge) get an xlabel, placed after the layout.
-            mid = small and link.src not in beside and (
+            mid = small and link.src not in beside and not across and (
                 wrapped is None or wrapped[link.src] != wrapped[link.dst])
             text = '≈0' if kinds[link.dst].cancels else number(link.grad)
             if look.products and link.local is not None:
