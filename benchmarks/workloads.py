@@ -40,18 +40,33 @@ def block_chain(depth):
     return f'input x = 0.5\nf(y) = tanh(0.9*y + 0.1)\n{"f(" * depth}x{")" * depth}\n'
 
 
-WORKLOADS = {'sum_of_products': sum_of_products, 'nesting': nesting, 'block_chain': block_chain}
+def bindings(lines):
+    """a0 = x, then a1 = a0 + 1 ... : `lines` statements, each binding a name
+    that the next one uses (issue 12's program of 80,000 binding lines)."""
+    body = ''.join(f'a{i} = a{i - 1} + 1\n' for i in range(1, lines))
+    return f'{_inputs(["x"])}\na0 = x\n{body}'
+
+
+def semicolons(count):
+    """x = 1;;;...; then x: `count` empty statements (issue 12's 80,000 `;`)."""
+    return f'{_inputs(["x"])}\nx = x + 1' + ';' * count + '\nx\n'
+
+
+WORKLOADS = {'sum_of_products': sum_of_products, 'nesting': nesting, 'block_chain': block_chain,
+             'bindings': bindings, 'semicolons': semicolons}
 
 
 def operations(name, size):
     """How many operation nodes the workload's graph has."""
-    return {'sum_of_products': 2 * size - 1, 'nesting': size, 'block_chain': 3 * size}[name]
+    return {'sum_of_products': 2 * size - 1, 'nesting': size, 'block_chain': 3 * size,
+            'bindings': size, 'semicolons': 1}[name]
 
 
 def tokens(name, size):
-    """How many tokens its expression has (the `input` line aside)."""
+    """How many tokens its expression has (the `input` line aside; new lines
+    are not counted)."""
     return {'sum_of_products': 4 * size - 1, 'nesting': 3 * size + 1,
-            'block_chain': 3 * size + 1}[name]
+            'block_chain': 3 * size + 1, 'bindings': 5 * size - 2, 'semicolons': size + 6}[name]
 
 
 # ---- the same graphs, built by PyTorch's scalar autograd ----
