@@ -9,7 +9,7 @@ import os
 import pytest
 
 from autodiff_cli import AdgradError, backward, forward, lower
-from autodiff_cli.derive.printers import adgrad_text, latex_text, numpy_text
+from autodiff_cli.derive.printers import adgrad_text, c_text, latex_text, numpy_text
 from autodiff_cli.derive.record import differentiate, nth_derivative
 from tests.randexpr import cases, show
 
@@ -114,6 +114,19 @@ def test_several_variables_share_bindings():
 ])
 def test_simplified_text(source, printed):
     assert adgrad_text(differentiate(lower(source))) == printed + '\n'
+
+
+def test_a_declared_derivative_is_the_one_printed():
+    """A block's `grad` declaration is used, even a deliberately different
+    one (cos(x) is not sin(2x)'s derivative), and only the block's value
+    reaches the text: its partials are not printed as unused bindings."""
+    source = 'f(x) = sin(2*x); grad f(x) = cos(x); f(x)*x'
+    text = adgrad_text(differentiate(lower(source)))
+    assert text == 'd_x = sin(2*x) + x*cos(x)\n'
+    printed = lower(text)
+    got = forward(printed, {'x': 0.7})[printed.output]
+    assert _close(got, _grad(lower(source), {'x': 0.7})['x'])
+    assert 'cos(x)' in c_text(differentiate(lower(source), with_value=True))
 
 
 def test_no_internal_op_in_printed_text():

@@ -360,9 +360,14 @@ def lay_out(derivative, table, number, variable=lambda n: n, reserved=lambda n: 
     tape = derivative.tape
     nodes = tape.nodes
     order = derivative.reachable()
-    uses = {}
+    uses, body = {}, {}       # body: a declared derivative's node -> its value's node
     for i in order:
-        for a in nodes[i].args:
+        node = nodes[i]
+        if node.op == 'custom':
+            body[i] = body.get(node.args[0], node.args[0])
+            continue
+        for a in node.args:
+            a = body.get(a, a)
             uses[a] = uses.get(a, 0) + 1
     names = Names(reserved)
     variables = {}
@@ -522,7 +527,7 @@ def _check_printable(derivative, table, language):
     nodes = derivative.tape.nodes
     for i in derivative.reachable():
         op = nodes[i].op
-        if op not in table and op not in ('input', 'const'):
+        if op not in table and op not in ('input', 'const', 'custom'):
             raise AdgradError(f"--lang {language} has no form for '{op}' yet; "
                               "--lang adgrad prints every function")
 

@@ -250,7 +250,10 @@ class Derivative:
             i = stack.pop()
             if not seen[i]:
                 seen[i] = 1
-                stack.extend(nodes[i].args)
+                node = nodes[i]
+                # A declared derivative's node is its body's value: its
+                # partials and arguments are there for differentiating it.
+                stack.extend(node.args[:1] if node.op == 'custom' else node.args)
         return [i for i in range(len(nodes)) if seen[i]]
 
 
