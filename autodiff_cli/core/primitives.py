@@ -143,13 +143,18 @@ def _sinc_vjp(k, g, out, a):
 
 def _softplus_vjp(k, g, out, a):
     # torch's softplus_backward, beta = 1, threshold = 20: g past the
-    # threshold, else g z/(z + 1) with z = e^x. z is of x held at 20 from 20
-    # on (the same number wherever it is used), so that differentiated again
-    # the branch not taken meets no inf (torch: 0 past 20, not nan) and the
-    # slope's own slope is 0 from x = 20 on, as softplus_double_backward's
-    # mask x < 20 makes it.
-    z = k.exp(k.where(k.ge(a, 20.0), 20.0, a))
-    return (k.where(k.lt(20.0, a), g, k.div(k.mul(g, z), k.add(z, 1.0))),)
+    # threshold, else g z/(z + 1) with z = e^x. Differentiated again, it is
+    # torch's too, not the quotient's (which cancels near 20 and meets
+    # inf/inf past it): a `custom` node carries softplus_backward's own
+    # derivatives from derivatives.yaml, z/(z + 1) (1 past 20) for g and
+    # softplus_double_backward's g s (1 - s) masked to x < 20 for x.
+    z = k.exp(a)
+    past = k.lt(20.0, a)
+    slope = k.where(past, g, k.div(k.mul(g, z), k.add(z, 1.0)))
+    s = k.sigmoid(a)
+    d_g = k.where(past, 1.0, k.div(z, k.add(z, 1.0)))
+    d_a = k.mul(k.mul(k.mul(g, k.sub(1.0, s)), s), k.lt(a, 20.0))
+    return (k.custom(slope, d_g, d_a, g, a),)
 
 
 TWO_OVER_SQRT_PI = 1.1283791670955126   # M_2_SQRTPI
