@@ -79,6 +79,38 @@ PROCESS_ROWS = [
     ('the shell completion still works', 'ADGRAD completion bash', 0,
      lambda out: 'eval' in out and '--wrt' in out, ''),
 ] + [
+    # Every subcommand and every format into a full disk, a closed stdout and a
+    # closed stdin: exit 2 and one line each, never 70 nor Python's noise.
+    (f'/dev/full, every format of {name}',
+     f'for f in {" ".join(formats)}; do ADGRAD {command} $f >/dev/full; echo "$f $?"; done', 0,
+     ''.join(f'{f} 2\n' for f in formats),
+     'adgrad: error: cannot write the output: No space left on device\n' * len(formats))
+    for name, command, formats in (
+        ('eval', "eval 'x*y' x=1 y=2 --format", ('table', 'plain', 'json', 'jsonl', 'csv', 'tsv')),
+        ('grad --nodes', "grad 'x*y' x=1 y=2 --nodes --format",
+         ('table', 'plain', 'json', 'jsonl', 'csv', 'tsv')),
+        ('a batch', "grad 'x*y' --points ./-p.csv --format", ('table', 'plain', 'json', 'jsonl', 'csv', 'tsv')),
+        ('render', "render 'x*y' x=1 y=2 -o - --format", ('dot', 'text')),
+        ('diff', "diff 'x*y' --lang", ('adgrad', 'numpy', 'c', 'latex')),
+        ('hessian', "hessian 'x*y' x=1 y=2 --format", ('table', 'plain', 'json', 'csv', 'tsv')),
+        ('check', "check 'x*y' x=1 y=2 --format", ('table', 'plain', 'json', 'csv', 'tsv')),
+    )
+] + [
+    (f'stdout closed, {command.split()[0]}', f'ADGRAD {command} >&-', 2, None,
+     'adgrad: error: cannot write the output: standard output is closed\n')
+    for command in ("diff 'x*y'", "hessian 'x*y' x=1 y=2", "check 'x*y' x=1 y=2",
+                    "render 'x*y' x=1 y=2 --format text -o -", "grad 'x*y' --points ./-p.csv",
+                    'completion bash')
+] + [
+    (f'stdin closed, {command.split()[0]}', f'ADGRAD {command} <&-', 2, '',
+     'adgrad: error: cannot read <stdin>: standard input is closed\n')
+    for command in ('diff -', 'hessian - x=1', 'check - x=1', 'render - x=1 --format text -o -',
+                    "grad 'x*y' --points -", 'grad -f - x=1')
+] + [
+    (f'stderr closed, an error in {command.split()[0]}', f'ADGRAD {command} 2>&-', 2, '', '')
+    for command in ("diff 'x+'", "hessian 'x+'", "check 'x+'", "render 'x+' -o -",
+                    'grad x --points nothing.csv')
+] + [
     (f'stray bytes in a comment, {fmt}',
      f"ADGRAD grad \"$(printf '(x # \\377\\n + y)')\" x=1 y=2 --nodes --format {fmt}", 0,
      # a comment is not node text: its bytes never reach the output

@@ -163,6 +163,46 @@ def tanh_as_torch(x):
     return check
 
 
+def nested_ifs(depth):
+    """if(x, if(x, ... x, 1) ..., 1): every `if` first in the branch of the one around it."""
+    return 'if(x, ' * depth + 'x' + ', 1)' * depth + '\n'
+
+
+def block_chain(length):
+    """f0(a) = a, then fN(a) = fN-1(a) + 1: each body one node longer than the last."""
+    lines = ['f0(a) = a'] + [f'f{n}(a) = f{n - 1}(a) + 1' for n in range(1, length)]
+    return '\n'.join(lines + [f'f{length - 1}(x)']) + '\n'
+
+
+def _single_point_row(argv):
+    return run_main(argv).out.splitlines()[1]
+
+
+def error_names_line(line):
+    def check(run, folder):
+        assert f'line {line}' in run.err, run.err
+    return check
+
+
+def err_has(*texts):
+    def check(run, folder):
+        for text in texts:
+            assert text in run.err, (text, run.err)
+    return check
+
+
+def csv_is(rows):
+    def check(run, folder):
+        assert csv_rows(run.out) == rows, run.out[:500]
+    return check
+
+
+def file_is(name, text):
+    def check(run, folder):
+        assert (folder / name).read_text() == text
+    return check
+
+
 MAIN = 'CLI engineer (autodiff_cli/cli)'
 BATCH = 'batch engineer (cli/points.py, cli/batch.py, cli/rows.py)'
 LANGUAGE = 'language engineer (language/parse.py, lower.py)'
@@ -185,6 +225,11 @@ CASES = [
          shell='$ADGRAD eval -f b.ad x=1', check=lines_ok(['80000.0'])),
     case('20 MB of x+x+...', exit=ANY, files={'big.ad': 'x+' * 10_000_000 + 'x\n'},
          shell='$ADGRAD eval -f big.ad x=1', limit=30.0, memory=4 << 30),
+    # Every body is stored inlined, so the bodies together hold length^2/2 nodes:
+    # 3,000 lines (75 kB) take over 20 s and 4,000 pass 4 GB. No single body
+    # reaches the per-body limit, and the total is not counted.
+    case('3,000 chained blocks', exit=ANY, files={'c.ad': block_chain(3000)},
+         shell='$ADGRAD eval -f c.ad x=1', memory=512 << 20, limit=5.0, owner=LANGUAGE),
     case('a 468-byte block-doubling program', exit=ANY, files={'d.ad': block_doubling(22)},
          shell='$ADGRAD eval -f d.ad x=1', memory=4 << 30),
 
@@ -317,6 +362,184 @@ CASES = [
     case('a 100,000-character unknown name', ['eval', 'q' * 100_000 + '(1)'], 2, check=short_error),
     case('200,000 rows as a table', exit=0, files={'p.csv': BIG_TABLE}, limit=30.0,
          shell='$ADGRAD eval "x*y" --points p.csv --format table > out.txt'),
+
+    # ---- the same classes in other spellings (issue 12: "the targeted cases above
+    # in other spellings"): option values after '=', before the expression, or
+    # attached; CRLF, CR, BOMs, tabs and U+2028 in programs and cells; JSON edge
+    # numbers; every subcommand that reads a points file; nested ifs ----
+    case('--points=-p.csv', ['grad', 'x*2', '--points=-p.csv'], 0, files={'-p.csv': 'x\n1\n'},
+         check=lines_ok(['x,value,d_x', '1,2.0,2.0'])),
+    case('--points -p.csv before the expression', ['grad', '--points', '-p.csv', 'x*2'], 0,
+         files={'-p.csv': 'x\n1\n'}, check=lines_ok(['x,value,d_x', '1,2.0,2.0'])),
+    case('--file=-prog.ad', ['grad', '--file=-prog.ad', 'x=3'], 0, files={'-prog.ad': 'x^2\n'},
+         check=lines_ok(['value\t9.0', 'd_x\t6.0'])),
+    case('a binding before -f -prog.ad', ['grad', 'x=3', '-f', '-prog.ad'], 0,
+         files={'-prog.ad': 'x^2\n'}, check=lines_ok(['value\t9.0', 'd_x\t6.0'])),
+    case('-f -prog.ad for diff', ['diff', '-f', '-prog.ad'], 0, files={'-prog.ad': 'x^2\n'},
+         check=lines_ok(['d_x = 2*x'])),
+    case('-f -prog.ad for hessian', ['hessian', '-f', '-prog.ad', 'x=3', '--format', 'csv'], 0,
+         files={'-prog.ad': 'x^2\n'}, check=lines_ok([',x', 'x,2.0'])),
+    case('--points=-p.csv for hessian', ['hessian', 'x*y', '--points=-p.csv', '--format', 'csv'], 0,
+         files={'-p.csv': 'x,y\n1,2\n'}, check=lines_ok(['x,y,d2_x_x,d2_x_y,d2_y_x,d2_y_y',
+                                                        '1.0,2.0,0.0,1.0,1.0,0.0'])),
+    case('--points -p.csv for check', ['check', 'x*y', '--points', '-p.csv', '--format', 'csv'], 0,
+         files={'-p.csv': 'x,y\n1,2\n'}, check=contains('1,x,2.0,2.0,0.0,0.0,pass')),
+    case('-o-x.svg, attached', ['render', 'x*2', 'x=1', '-o-x.svg'], 2,
+         check=lambda run, folder: 'write -o -x.svg' in run.err and not (folder / '-x.svg').exists()),
+    case('-o=-x.svg', ['render', 'x*2', 'x=1', '-o=-x.svg'], 2, check=nothing_written('-x.svg', '=-x.svg')),
+    case('--output=-x.svg', ['render', 'x*2', 'x=1', '--output=-x.svg'], 0, needs='dot',
+         check=file_starts('-x.svg', b'<?xml')),
+    case('-o -x.txt before the expression', ['render', '-o', '-x.txt', 'x*2', 'x=1'], 0,
+         check=lambda run, folder: 'x*2' in (folder / '-x.txt').read_text()),
+    case('--steps=-st', ['render', 'x*2', 'x=1', '--steps=-st', '-o', 'g.svg'], 0, needs='dot',
+         check=file_starts('-st/index.html', b'<!')),
+    case('a batch to -o -out.csv', ['grad', 'x*2', '--points', 'p.csv', '-o', '-out.csv'], 0,
+         files={'p.csv': 'x\n1\n'}, check=file_is('-out.csv', 'x,value,d_x\n1,2.0,2.0\n')),
+    case('-.5', ['eval', '-.5'], 0, check=lines_ok(['-0.5'])),
+    case('-pi', ['eval', '-pi'], 0, check=lines_ok(['-3.141592653589793'])),
+    case('-e', ['eval', '-e'], 0, check=lines_ok(['-2.718281828459045'])),
+    case('-1e-3*x for grad', ['grad', '-1e-3*x', 'x=2'], 0, check=lines_ok(['value\t-0.002', 'd_x\t-0.001'])),
+    case('-5e3*x for diff', ['diff', '-5e3*x'], 0, check=lines_ok(['d_x = -5000'])),
+
+    # programs: line endings, byte-order marks, white space, odd characters
+    case('a CRLF program', ['eval', '-f', 'p.ad', 'x=2'], 0,
+         files={'p.ad': 'h(a) = a*a\r\ny = h(x)\r\ny + 1\r\n'}, check=lines_ok(['5.0'])),
+    case('a CR-only program: one line, refused', ['eval', '-f', 'p.ad', 'x=2'], 2,
+         files={'p.ad': 'h(a) = a*a\ry = h(x)\ry + 1\r'}),
+    case('a BOM and CRLF program', ['grad', '-f', 'p.ad', 'x=2'], 0,
+         files={'p.ad': '\ufeffy = x * 3\r\ny\r\n'}, check=lines_ok(['value\t6.0', 'd_x\t3.0'])),
+    case('a BOM on stdin', ['eval', '-', 'x=2'], 0, stdin='\ufeffx * 2\n'.encode(), check=lines_ok(['4.0'])),
+    case('two BOMs', ['eval', '-f', 'p.ad', 'x=2'], 2, files={'p.ad': '\ufeff\ufeffx * 2\n'}),
+    case('a UTF-16 program', ['eval', '-f', 'p.ad', 'x=2'], 2, files={'p.ad': 'x*2'.encode('utf-16')},
+         check=err_has('not UTF-8')),
+    case('a surrogate encoded in UTF-8', ['eval', '-f', 'p.ad', 'x=2'], 2,
+         files={'p.ad': b'x * 2 # \xed\xa0\x80\n'}, check=err_has('not UTF-8')),
+    case('tabs and a form feed', ['eval', '-f', 'p.ad', 'x=2'], 0,
+         files={'p.ad': '\ty\t=\tx\t*\x0c3\n\ty\n'}, check=lines_ok(['6.0'])),
+    case('U+2028 in an expression', ['eval', 'x *\u2028 2', 'x=2'], 2, check=err_has('\\u2028')),
+    case('U+2028 as a line break', ['eval', '-f', 'p.ad', 'x=2'], 2, files={'p.ad': 'y = x\u2028y * 2\n'}),
+    case('U+2028 and NEL in a comment', ['eval', '-f', 'p.ad', 'x=2'], 0,
+         files={'p.ad': '# a\u2028b\x85c\ny = x * 2 # \u2029\ny\n'}, check=lines_ok(['4.0'])),
+    case('NUL in a program', ['eval', '-f', 'p.ad', 'x=2'], 2, files={'p.ad': 'x \x00* 2\n'},
+         check=err_has('\\x00')),
+    case('NUL in a comment', ['eval', '-f', 'p.ad', 'x=2'], 0, files={'p.ad': '# \x00\nx * 2\n'},
+         check=lines_ok(['4.0'])),
+    case('a 5 MB comment line', ['eval', '-f', 'p.ad', 'x=2'], 0,
+         files={'p.ad': '#' + 'a' * 5_000_000 + '\nx * 2\n'}, check=lines_ok(['4.0'])),
+    case('a number of a million digits', ['eval', '-f', 'p.ad'], 0, files={'p.ad': '1' * 1_000_000},
+         check=lambda run, _: run.out == 'inf\n' and len(run.err) < 1000),
+    case('an exponent of 10,000 digits', ['eval', '-f', 'p.ad'], 0, files={'p.ad': '1e-' + '9' * 10_000},
+         check=lines_ok(['0.0'])),
+    case('names like __class__', ['eval', '-f', 'p.ad', 'x=2'], 0,
+         files={'p.ad': '__class__ = x\n__init__(a) = a * __class__\n__init__(__class__)\n'},
+         check=lines_ok(['4.0'])),
+    case('a keyword as a binding', ['eval', 'and = 1', 'x=1'], 2, check=err_has("'and' is a keyword")),
+    case('a keyword as a block', ['eval', 'or(a) = a\nor(x)', 'x=1'], 2, check=err_has("'or' is a keyword")),
+    case('input as a name', ['eval', 'input input = 1'], 2, check=err_has("'input' is a keyword")),
+    case('grad as a binding', ['eval', 'grad = x\ngrad', 'x=1'], 2),
+    case('if as a binding', ['eval', 'if = 3\nif', 'x=1'], 2),
+    case('Python in an expression', ['eval', "__import__('os').getcwd()"], 2),
+    case('an attribute in an expression', ['eval', 'x.__class__', 'x=1'], 2),
+
+    # ifs nested 20,000 deep: every walk over them is iterative and linear
+    case('20,000 nested ifs, eval', ['eval', '-f', 'if.ad', 'x=0'], 0, files={'if.ad': nested_ifs(20_000)},
+         check=lines_ok(['1.0'])),
+    case('20,000 nested ifs, grad --nodes', ['grad', '-f', 'if.ad', 'x=0', '--nodes'], 0,
+         files={'if.ad': nested_ifs(20_000)},
+         check=lambda run, _: run.out.startswith('value\t1.0\nd_x\t0.0\n')),
+    case('20,000 nested ifs, a batch', ['grad', '-f', 'if.ad', '--points', 'p.csv'], 0,
+         files={'if.ad': nested_ifs(20_000), 'p.csv': 'x\n2\n0\n'},
+         check=lines_ok(['x,value,d_x', '2,2.0,1.0', '0,1.0,0.0'])),
+    case('5,000 nested ifs, diff', ['diff', '-f', 'if.ad'], 0, files={'if.ad': nested_ifs(5_000)},
+         check=lines_ok(['d_x = if(x, if(x != 0, 1, 0), 0)'])),
+    case('5,000 nested ifs, hessian', ['hessian', '-f', 'if.ad', 'x=2', '--format', 'csv'], 0,
+         files={'if.ad': nested_ifs(5_000)}, check=lines_ok([',x', 'x,0.0'])),
+
+    # points files read by hessian and check, as by eval and grad
+    case('hessian: a quoted new line, two rows', ['hessian', 'x*y', '--points', 'p.csv', '--format', 'csv'],
+         0, files={'p.csv': 'x,y,l\n1,2,"a\nb"\n3,4,c\n'},
+         check=lines_ok(['x,y,d2_x_x,d2_x_y,d2_y_x,d2_y_y', '1.0,2.0,0.0,1.0,1.0,0.0',
+                         '3.0,4.0,0.0,1.0,1.0,0.0'])),
+    case('check: U+2028 and NEL in cells', ['check', 'x*y', '--points', 'p.csv', '--format', 'csv'], 0,
+         files={'p.csv': 'x,y,l\n1,2,a\u2028b\n3,4,c\x85d\n'},
+         check=lambda run, _: run.out.count('pass') == 4),
+    case('hessian: a 140,000-character field', ['hessian', 'x*y', '--points', 'p.csv', '--format', 'csv'],
+         0, files={'p.csv': 'x,y,l\n1,2,' + 'a' * 140_000 + '\n'},
+         check=lines_ok(['x,y,d2_x_x,d2_x_y,d2_y_x,d2_y_y', '1.0,2.0,0.0,1.0,1.0,0.0'])),
+    case('check: a 140,000-character field', ['check', 'x*y', '--points', 'p.tsv'], 0,
+         files={'p.tsv': 'x\ty\tl\n1\t2\t' + 'a' * 140_000 + '\n'}),
+    case('hessian: an integer of 4,301 digits', ['hessian', 'x', '--points', 'p.jsonl'], 2,
+         files={'p.jsonl': '{"x": 1}\n{"x": 1' + '0' * 4300 + '}\n'}, check=error_names_line(2)),
+    case('check: an integer past float64', ['check', 'x', '--points', 'p.jsonl'], 2,
+         files={'p.jsonl': '{"x": 1' + '0' * 400 + '}\n'}, check=error_names_line(1)),
+    case('hessian: objects nested 100,000 deep', ['hessian', 'x', '--points', 'p.jsonl'], 2,
+         files={'p.jsonl': '{"x": 1, "z": ' + '{"a": ' * 100_000 + '1' + '}' * 100_000 + '}\n'},
+         check=error_names_line(1)),
+    case('check: arrays nested 100,000 deep', ['check', 'x', '--points', 'p.jsonl'], 2,
+         files={'p.jsonl': '[' * 100_000 + ']' * 100_000 + '\n'}, check=error_names_line(1)),
+    case('hessian: a huge-integer array', ['hessian', 'x', '--points', 'p.jsonl'], 2,
+         files={'p.jsonl': '[100000000000000000000000]\n'}),
+    case('hessian: a lone surrogate key', ['hessian', 'x', '--points', 'p.jsonl', '--format', 'csv'], 2,
+         files={'p.jsonl': '{"x": 1, "\\ud800": 1}\n'}, check=error_names_line(1)),
+    case('check: NaN', ['check', 'x', '--points', 'p.jsonl'], 2, files={'p.jsonl': '{"x": NaN}\n'}),
+    case('hessian: true is no number', ['hessian', 'x', '--points', 'p.jsonl'], 2,
+         files={'p.jsonl': '{"x": true}\n'}, check=no_true_spelled_as_python),
+
+    # points files for batches: JSON edge numbers, cells that split lines elsewhere
+    case('JSON -0 and -0.0', ['grad', 'x', '--points', 'p.jsonl'], 0,
+         files={'p.jsonl': '{"x": -0}\n{"x": -0.0}\n'},
+         check=lines_ok(['{"x":0,"value":0.0,"d_x":1.0}', '{"x":-0.0,"value":-0.0,"d_x":1.0}'])),
+    case('JSON 1E400', ['eval', 'x', '--points', 'p.jsonl'], 0, files={'p.jsonl': '{"x": 1E400}\n'},
+         check=lines_ok(['{"x":"inf","value":"inf"}'])),
+    case('JSON nested 100,000 deep in a label', ['eval', 'x', '--points', 'p.jsonl'], 2,
+         files={'p.jsonl': '{"x": 1, "z": ' + '{"a": ' * 100_000 + '1' + '}' * 100_000 + '}\n'},
+         check=error_names_line(1)),
+    case('JSON with a raw U+2028 and CRLF', ['eval', 'x', '--points', 'p.jsonl'], 0,
+         files={'p.jsonl': '{"x": 1, "l": "a\u2028b"}\r\n{"x": 2, "l": "c\u2029d"}\r\n'},
+         check=lambda run, _: [json.loads(line)['l'] for line in run.out.split('\n')[:-1]]
+         == ['a\u2028b', 'c\u2029d']),
+    case('a huge integer in a CSV cell', ['grad', 'x*2', '--points', 'p.csv'], 0,
+         files={'p.csv': 'x\n1' + '0' * 400 + '\n'},
+         check=csv_is([['x', 'value', 'd_x'], ['1' + '0' * 400, 'inf', '2.0']])),
+    case('VT, FF and FS in CSV cells', ['eval', 'x', '--points', 'p.csv'], 0,
+         files={'p.csv': 'x,l\n1,a\x0bb\n2,a\x0cb\x1cc\n'},
+         check=csv_is([['x', 'l', 'value'], ['1', 'a\x0bb', '1.0'], ['2', 'a\x0cb\x1cc', '2.0']])),
+    case('a quoted CRLF in a CRLF file', ['eval', 'x', '--points', 'p.csv'], 0,
+         files={'p.csv': 'x,l\r\n1,"a\r\nb"\r\n2,c\r\n'},
+         check=csv_is([['x', 'l', 'value'], ['1', 'a\r\nb', '1.0'], ['2', 'c', '2.0']])),
+    case('a BOM and CRLF header', ['eval', 'x*y', '--points', 'p.csv'], 0,
+         files={'p.csv': '\ufeffx,y\r\n2,3\r\n'}, check=lines_ok(['x,y,value', '2,3,6.0'])),
+    case('a tab inside a quoted TSV cell', ['eval', 'x', '--points', 'p.tsv'], 0,
+         files={'p.tsv': 'x\tl\n1\t"a\tb"\n'},
+         check=lambda run, _: run.out.splitlines()[1].startswith('1\t')),
+    case('U+2028 in a label, table', ['eval', 'x', '--points', 'p.csv', '--format', 'table'], 0,
+         files={'p.csv': 'x,l\n1,a\u2028b [/]\n'}, check=contains('[/]')),
+    case('a 5 MB JSON label', ['eval', 'x', '--points', 'p.jsonl', '--format', 'csv'], 0,
+         files={'p.jsonl': '{"x": 1, "l": "' + 'a' * 5_000_000 + '"}\n'},
+         check=lambda run, _: run.out.endswith(',1.0\n') and len(run.out) > 5_000_000),
+    case('NUL in a CSV header', ['eval', 'x', '--points', 'p.csv'], 2, files={'p.csv': 'x\x00,y\n1,2\n'}),
+
+    # Found by the fuzzer once it wrote ifs: over a batch, the untaken else sends
+    # t0 = z^z a gradient of 0 (masked), and z^z's own rule turns 0 into nan
+    # (0 * nan) for z; at a single point nothing reaches t0 at all, so d_z = 0.
+    case('a batch row where an untaken branch reaches a nan node', exit=0,
+         argv=['grad', '-f', 'p.ad', '--points', 'p.csv'],
+         files={'p.ad': 't0 = z ^ z\nif(if(z ^ t0, z * t0, t0 * t0), 1e-3, -z * z ^ t0)\n',
+                'p.csv': 'z\n-1.8\n'},
+         check=lambda run, _: run.out.splitlines()[1] == '-1.8,0.001,0.0'
+         == _single_point_row(['grad', '-f', 'p.ad', 'z=-1.8', '--format', 'csv']),
+         owner='core: the array backward, core/passes.py _backward_masking_branches'),
+
+    # --max-nodes at its edges
+    case('--max-nodes 1', ['render', 'x*2', 'x=1', '--max-nodes', '1', '-o', 'g.svg'], 2,
+         check=nothing_written('g.svg')),
+    case('--max-nodes 2,000,000', ['render', 'x*2', 'x=1', '--max-nodes', '2000000', '--format', 'text',
+                                   '-o', '-'], 0, check=contains('x*2')),
+    case('--max-nodes 2,000,001', ['render', 'x*2', 'x=1', '--max-nodes', '2000001', '-o', 'g.svg'], 2),
+    case('--max-nodes of 23 digits', ['render', 'x*2', 'x=1', '--max-nodes=99999999999999999999999'], 2),
+    case('--max-nodes in Arabic digits', ['render', 'x*2', 'x=1', '--max-nodes', '\u0661\u0660'], 2),
+    case('--max-nodes 1e3', ['render', 'x*2', 'x=1', '--max-nodes', '1e3'], 2),
+    case('--max-nodes=+5', ['render', 'x*2', 'x=1', '--max-nodes=+5'], 2),
 
     # ---- rounding: torch's formulas, to the last bit ----
     case("tanh' near saturation", ['grad', 'tanh(x)', 'x=8.3', '--json'], 0, check=tanh_as_torch(8.3)),

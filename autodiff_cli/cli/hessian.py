@@ -41,28 +41,72 @@ def _float(value):
         return None    # a label: not a variable
 
 
+_JSON_NON_FINITE = {'inf': float('inf'), '-inf': float('-inf'), 'nan': float('nan')}
+
+
+def _json_float(value):
+    """A JSON number, or inf/-inf/nan spelled as adgrad's own JSON writes them;
+    None for anything else (true is no number, "1" is a label)."""
+    if isinstance(value, str):
+        return _JSON_NON_FINITE.get(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)   # OverflowError past float64's range: the caller says where
+
+
+def _json_object(line, where):
+    """One JSON Lines object, every failure a one-line UsageError naming the line."""
+    import json
+
+    def no_constant(name):
+        raise ValueError(f'{name} is not JSON')
+    try:
+        row = json.loads(line, parse_constant=no_constant)
+        json.dumps(row, ensure_ascii=False).encode('utf-8')   # no lone surrogate anywhere
+    except RecursionError:
+        raise UsageError(f'{where}: not JSON that adgrad reads (nested too deeply)') from None
+    except UnicodeEncodeError:
+        raise UsageError(f'{where}: not JSON text (a lone surrogate is no character)') from None
+    except ValueError as error:   # bad JSON, NaN/Infinity, an integer of over 4,300 digits
+        why = 'an integer of too many digits' if 'digits' in str(error) else \
+            str(error).splitlines()[0][:200]
+        raise UsageError(f'{where}: not JSON that adgrad reads ({why})') from None
+    if not isinstance(row, dict):
+        raise UsageError(f'{where}: not a JSON object')
+    numbers = {}
+    for key, value in row.items():
+        try:
+            number_ = _json_float(value)
+        except OverflowError:
+            raise UsageError(f"{where}: '{key[:60]}' is too large for a float64") from None
+        if number_ is not None:
+            numbers[key] = number_
+    return numbers
+
+
 def read_points(path, stdin):
     """Rows of {name: float} from CSV, TSV or JSON Lines, read whole."""
     import csv
-    import json
+    import io
+    import sys
     text = read_text(path, stdin)
     name = '<stdin>' if path == '-' else path
     if path.endswith('.jsonl') or text.lstrip().startswith('{'):
-        rows = []
-        for number_, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    row = dict(json.loads(line))
-                except (ValueError, TypeError):
-                    raise UsageError(f'{name}, line {number_}: not a JSON object') from None
-                rows.append({k: _float(v) for k, v in row.items() if _float(v) is not None})
-        return rows
+        # Lines end at \n alone: JSON text may hold a raw U+2028 or NEL in a string.
+        return [_json_object(line, f'{name}, line {number_}')
+                for number_, line in enumerate(text.split('\n'), 1) if line.strip()]
     delimiter = '\t' if path.endswith('.tsv') or '\t' in text.split('\n', 1)[0] else ','
-    records = [r for r in csv.reader(text.splitlines(), delimiter=delimiter) if r]
+    # Quoting honoured, rows split only at CR, LF or CRLF, fields of any length.
+    csv.field_size_limit(sys.maxsize if sys.maxsize < 2 ** 63 else 2 ** 63 - 1)
+    reader = csv.reader(io.StringIO(text, newline=''), delimiter=delimiter)
+    try:
+        records = [(reader.line_num, r) for r in reader if r]
+    except csv.Error as error:
+        raise UsageError(f'{name}, line {reader.line_num}: {error}') from None
     if not records:
         raise UsageError(f'{name} has no header')
-    header, rows = records[0], []
-    for number_, record in enumerate(records[1:], 2):
+    header, rows = records[0][1], []
+    for number_, record in records[1:]:
         if len(record) != len(header):
             raise UsageError(f'{name}, line {number_}: {len(record)} fields, the header has '
                              f'{len(header)}')

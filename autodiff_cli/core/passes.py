@@ -55,46 +55,54 @@ def _forward_taking_branches(graph, inputs, values, functions):
             values[i] = float(inputs[node.name])
         elif node.op == 'const':
             values[i] = node.value
-    skip = _skipper(graph)
-    i, count = 0, len(nodes)
-    while i < count:
-        if i in skip:
-            target = skip[i](values)
-            if target > i:
-                i = target
-                continue
+    for i in _taken(graph, values):
         node = nodes[i]
         if node.args:
             values[i] = functions[node.op](*[values[j] for j in node.args])
+
+
+def _taken(graph, values):
+    """The tape positions a single point runs, in order: at the start of a
+    branch its `if` does not take, jump past it. Lazy, so that a condition is
+    read only once the nodes before it have their values."""
+    skip = _skipper(graph)
+    i, count = 0, len(graph.nodes)
+    while i < count:
+        if i in skip:
+            target = max(jump(values) for jump in skip[i])
+            if target > i:
+                i = target
+                continue
+        yield i
         i += 1
 
 
 def _skipper(graph):
-    """{tape position: values -> where to continue}: at the start of each
+    """{tape position: [values -> where to continue]}: at the start of each
     branch, jump past it if its `if` does not take it."""
     starts = {}
     for branch in graph.branches:
         then_jump = lambda values, b=branch: b.else_start if not values[b.condition] else 0
         else_jump = lambda values, b=branch: b.end if values[b.condition] else 0
-        for start, jump in ((branch.then_start, then_jump), (branch.else_start, else_jump)):
-            previous = starts.get(start)
-            # Two branches may start at one place (an `if` first in another's
-            # branch): go as far as either says.
-            starts[start] = jump if previous is None else (
-                lambda values, p=previous, j=jump: max(p(values), j(values)))
+        # Many branches may start at one place (an `if` first in another's
+        # branch, nested to any depth): a flat list, and the loop goes as far
+        # as any of them says, with no call depth that grows with the nesting.
+        starts.setdefault(branch.then_start, []).append(then_jump)
+        starts.setdefault(branch.else_start, []).append(else_jump)
     return starts
 
 
 def executed(graph, values):
-    """Which nodes ran at this point: all but those in a branch not taken."""
-    ran = [True] * len(graph.nodes)
-    for branch in graph.branches:
-        if ran[branch.node]:
-            start, end = ((branch.else_start, branch.end) if values[branch.condition]
-                          else (branch.then_start, branch.else_start))
-            for i in range(start, end):
-                if graph.nodes[i].op != 'input':
-                    ran[i] = False
+    """Which nodes ran at this point: all but those in a branch not taken.
+
+    The same walk as the forward pass, so it jumps over an untaken branch
+    once, however deeply `if`s nest inside it (marking each nested range in
+    turn would take time quadratic in the nesting)."""
+    if not graph.branches:
+        return [True] * len(graph.nodes)
+    ran = [node.op == 'input' for node in graph.nodes]
+    for i in _taken(graph, values):
+        ran[i] = True
     return ran
 
 
@@ -167,13 +175,12 @@ def _backward_masking_branches(graph, values, output, algebra):
     a branch's inf or nan never reaches a gradient outside it.
     """
     nodes = graph.nodes
-    enclosing = [[] for _ in nodes]     # (start, end, mask) of each branch range around a node
+    ranges = []     # (start, end, mask) of each branch, in tape order of the `if`s
     for branch in graph.branches:
         taken = algebra.ne(values[branch.condition], 0.0)
-        for start, end, mask in ((branch.then_start, branch.else_start, taken),
-                                 (branch.else_start, branch.end, algebra.eq(taken, 0.0))):
-            for i in range(start, end):
-                enclosing[i].append((start, end, mask))
+        ranges.append((branch.then_start, branch.else_start, taken))
+        ranges.append((branch.else_start, branch.end, algebra.eq(taken, 0.0)))
+    innermost, outer = _nesting(ranges, len(nodes))
     grads = [None] * len(nodes)
     grads[output] = 1.0
     for i in range(output, -1, -1):
@@ -183,11 +190,43 @@ def _backward_masking_branches(graph, values, output, algebra):
         for a, da in zip(nodes[i].args, pullback(graph, i, g, values, algebra)):
             if da is None:
                 continue
-            for start, end, mask in enclosing[i]:
-                if not start <= a < end or nodes[a].op == 'input':
-                    da = algebra.where(mask, da, 0.0)
+            # The ranges around node i, innermost first, up to the first that
+            # also holds `a` (every range outside that one holds it too).
+            r, is_input = innermost[i], nodes[a].op == 'input'
+            while r is not None:
+                start, end, mask = ranges[r]
+                if start <= a < end and not is_input:
+                    break
+                da = algebra.where(mask, da, 0.0)
+                r = outer[r]
             grads[a] = da if grads[a] is None else algebra.add(grads[a], da)
     return [0.0 if g is None else g for g in grads]
+
+
+def _nesting(ranges, count):
+    """(innermost range around each node or None, the range just outside each range).
+
+    Branch ranges nest (lowering emits an `if` whole inside the branch that
+    holds it), so the ranges around a node form one chain: walking it costs
+    what it masks, where listing every range at every node would take time
+    quadratic in the depth of nested `if`s."""
+    innermost, outer = [None] * count, [None] * len(ranges)
+    order = sorted((r for r, (start, end, _) in enumerate(ranges) if start < end),
+                   key=lambda r: (ranges[r][0], -ranges[r][1], -r))
+    open_ranges, k = [], 0
+    for i in range(count):
+        while open_ranges and ranges[open_ranges[-1]][1] <= i:
+            open_ranges.pop()
+        while k < len(order) and ranges[order[k]][0] == i:
+            r = order[k]
+            if open_ranges:
+                assert ranges[r][1] <= ranges[open_ranges[-1]][1], 'branch ranges must nest'
+                outer[r] = open_ranges[-1]
+            open_ranges.append(r)
+            k += 1
+        if open_ranges:
+            innermost[i] = open_ranges[-1]
+    return innermost, outer
 
 
 def receives_gradient(graph):
