@@ -114,6 +114,15 @@ def test_each_tutorial_figure_is_one_command_that_fits_a_slide(figure, tmp_path,
     assert smallest_font(svg) >= 12
 
 
+def test_the_forward_pass_of_blocks_shows_values_and_no_derivatives():
+    """Figure 7 tells the forward pass: x → h → y → f → z with values; the
+    calls' local derivatives wait for the backward pass (figure 9)."""
+    graph, values, grads = sample('blocks')
+    forward_view = render(graph, values, collapse='blocks').source
+    assert '∂' not in forward_view.split('\tlabel=')[0] and '>4<' in forward_view
+    assert '∂y/∂x = 2*x = 4' in render(graph, values, grads, collapse='blocks').source
+
+
 def label_boxes(root):
     """(left, top, right, bottom) of each block box's label, from dot's SVG."""
     for group in root.iter(f'{SVG}g'):
@@ -517,3 +526,26 @@ def test_captions_name_block_arguments_as_the_caller_wrote_them():
     values = forward(graph, {'x': 2.0})
     captions = [s.caption for s in steps(graph, values, backward(graph, values))]
     assert any(c.startswith('∂z/∂(2*((x*x) - x)) = ') for c in captions)
+
+
+def test_block_calls_are_named_as_the_program_calls_them():
+    """From where each call is in the source: the argument as written, the
+    rebinding's call, an unbound call by its text, never the block's body."""
+    from autodiff_cli.pictures.calls import call_sites
+    from autodiff_cli.pictures.steps import steps
+    graph = lower('input x = 1\nf(a) = a*a\ny = f(x + 1)\ny = f(y)\nz = f(2*y) + 1\n')
+    values = forward(graph, graph.defaults)
+    grads = backward(graph, values)
+    calls = [i for i in collapse(graph, values, grads).items if i.kind == 'call']
+    assert [c.expr for c in calls] == ['y = f(x + 1)', 'y#2 = f(y)', 'f(2*y)']
+    assert calls[2].notes == ('∂f(2*y)/∂(2*y) = 64',)                  # 2·(2·4), by hand
+    captions = [s.caption for s in steps(graph, values, grads)]
+    assert captions[1].startswith('∂z/∂f(2*y) = ∂z/∂z · ∂(f(2*y) + 1)/∂f(2*y) = 1 · 1 = 1')
+    # Where the text and the tape do not pair surely, no call is named from
+    # the text: a built-in softplus before the block of that name.
+    graph = lower('input x = 1\ny = softplus(x)\nsoftplus(a) = a*3\nz = softplus(y) + softplus(x)')
+    assert set(call_sites(graph)) == {'softplus#1', 'softplus#2'}
+    assert call_sites(graph)['softplus#1'].arguments == 'y'
+    graph = lower('input x = 1\nh(a) = a + 1\ng(b) = h(b)*2\nz = g(x) + h(x)')
+    assert 'h#1' not in call_sites(graph) and 'g#1' in call_sites(graph)   # h called inside g
+

@@ -201,7 +201,7 @@ def _picture(graph, values, grads, mode, args, look, fmt, collapse, warn):
         picture.digraph.attr(dpi=PNG_DPI)
     data = _layout(picture.digraph, fmt, args.max_nodes)
     _check_viewable(data, fmt, size <= LARGE, has_blocks=any(n.block for n in graph.nodes)
-                    and not collapse, warn=warn)
+                    and not collapse, warn=warn, turned=args.rankdir == 'TB')
     return data
 
 
@@ -251,7 +251,7 @@ def _fitted(draw, look, rankdir, max_nodes):
     return best[1] if best is not None else draw(rankdir or 'LR', look)
 
 
-def _check_viewable(data, fmt, crisp=True, has_blocks=False, warn=None):
+def _check_viewable(data, fmt, crisp=True, has_blocks=False, warn=None, turned=False):
     """Refuse a picture no viewer can show; say how to make a too-wide one fit a slide."""
     from ..pictures.layout import picture_size, unviewable
     from ..pictures.style import SLIDE_WIDTH
@@ -260,7 +260,8 @@ def _check_viewable(data, fmt, crisp=True, has_blocks=False, warn=None):
     why = unviewable(size, dpi)
     if why is not None:
         hint = '--collapse blocks to draw each block call as one node, ' if has_blocks else ''
-        raise UsageError(f'{why}. Try {hint}--rankdir TB, a smaller graph, or --format dot '
+        hint += '' if turned else '--rankdir TB, '   # not again, if it was top to bottom
+        raise UsageError(f'{why}. Try {hint}a smaller graph, or --format dot '
                          'to lay it out yourself')
     if warn is not None and size is not None and has_blocks and size[0] > SLIDE_WIDTH:
         warn(f'the picture is {size[0]:.0f} inches wide, wider than a slide: '

@@ -132,7 +132,9 @@ def _label(item, f, show_value, show_grad, pending, look):
                 and health.state != 'nonfinite':
             head, _, tail = health.reason.partition(': ')   # two short lines, not one long
             rows.extend(_row(part, BLOCKED_TEXT) for part in (head, tail) if part)
-    if not pending:
+    if not pending and (show_grad or item.kind != 'call'):
+        # A call's local derivatives belong to the backward pass: a picture
+        # of the forward pass (the tutorial's figure 7) shows values alone.
         rows.extend(_row(note, INK) for note in item.notes)
     return ('<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">'
             + ''.join(rows) + '</TABLE>>')
