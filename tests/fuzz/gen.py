@@ -4,12 +4,13 @@ The same functions feed hypothesis (through `st.randoms()`, which shrinks)
 and the long campaign (`python -m tests.fuzz`, through seeded Randoms), so
 both explore the same space:
 
-- `program`: grammar-aware programs (inputs, blocks, bindings, an output),
-  together with the same program with every block call inlined by hand;
+- `program`: grammar-aware programs (inputs, blocks, bindings, ifs over
+  comparisons, an output), together with the same program with every block
+  call inlined by hand;
 - `mutate`: that text with bytes and tokens inserted, deleted, swapped or
   repeated, including comment, continuation, markup and control characters;
-- `command_line`: eval, grad or render with options drawn from valid and
-  hostile values;
+- `command_line`: eval, grad, render, diff, hessian or check with options
+  drawn from valid and hostile values;
 - `points_file`: CSV, TSV or JSON Lines with quoting, new lines, odd cells,
   huge numbers and columns that clash with the output's.
 
@@ -26,6 +27,7 @@ UNARY_FUNCTIONS = ('sin', 'cos', 'tan', 'atan', 'sinh', 'cosh', 'tanh', 'exp', '
                    'log10', 'sqrt', 'abs', 'sigmoid', 'relu', 'asin', 'acos')
 BINARY_FUNCTIONS = ('pow', 'min', 'max', 'atan2')
 OPERATORS = {'+': 1, '-': 1, '*': 2, '/': 2, '^': 4}
+COMPARISONS = ('<', '<=', '>', '>=', '==', '!=')   # not chained: both sides are sums
 NUMBERS = ('0', '1', '2', '0.5', '3', '.25', '2.', '1e-3', '10', '1.5E2', 'pi', 'e')
 POINT_VALUES = (0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 3.0, 0.3, -1.7, 1e-8, 10.0, 700.0,
                 1e300, math.inf, -math.inf, math.nan)
@@ -33,7 +35,8 @@ POINT_VALUES = (0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 3.0, 0.3, -1.7, 1e-8
 
 # ---- expression trees ----
 # ('name', text) | ('num', text) | ('op', symbol, left, right) | ('neg', child) |
-# ('call', function, args). Printed with only the parentheses precedence needs.
+# ('call', function, args) | ('cmp', symbol, left, right), the last only as an
+# if's condition. Printed with only the parentheses precedence needs.
 
 def expression(rng, names, blocks, depth):
     """A random tree over `names`, calling built-ins and the `blocks` {name: arity}."""
@@ -47,6 +50,13 @@ def expression(rng, names, blocks, depth):
                 expression(rng, names, blocks, depth - 1))
     if kind < 0.55:
         return ('neg', expression(rng, names, blocks, depth - 1))
+    if kind < 0.6:   # if(c, a, b), the condition a comparison or any expression
+        condition = expression(rng, names, blocks, depth - 1)
+        if rng.random() < 0.7:
+            condition = ('cmp', rng.choice(COMPARISONS), condition,
+                         expression(rng, names, blocks, depth - 1))
+        return ('call', 'if', (condition, expression(rng, names, blocks, depth - 1),
+                               expression(rng, names, blocks, depth - 1)))
     if blocks and kind < 0.8:
         name = rng.choice(sorted(blocks))
         return ('call', name, tuple(expression(rng, names, blocks, depth - 1)
@@ -58,6 +68,8 @@ def expression(rng, names, blocks, depth):
 
 
 def _level(tree):
+    if tree[0] == 'cmp':
+        return 0
     if tree[0] == 'op':
         return OPERATORS[tree[1]]
     return 3 if tree[0] == 'neg' else 5
@@ -82,6 +94,11 @@ def show(tree):
             for i, arg in enumerate(reversed(item[2])):
                 parts += [arg] if i == 0 else [', ', arg]
             stack += parts + [item[1] + '(']
+        elif kind == 'cmp':
+            left, right = item[2], item[3]
+            stack += [right] if _level(right) >= 1 else [')', right, '(']
+            stack += [f' {item[1]} ']
+            stack += [left] if _level(left) >= 1 else [')', left, '(']
         else:
             symbol, left, right = item[1], item[2], item[3]
             level = OPERATORS[symbol]
@@ -103,15 +120,15 @@ def substitute(tree, bodies):
         if key in done:
             continue
         kind = node[0]
-        children = (node[2], node[3]) if kind == 'op' else (node[1],) if kind == 'neg' else \
-            node[2] if kind == 'call' else ()
+        children = (node[2], node[3]) if kind in ('op', 'cmp') else (node[1],) if kind == 'neg' \
+            else node[2] if kind == 'call' else ()
         if not expanded and children:
             stack.append((node, True))
             stack.extend((c, False) for c in children)
             continue
         new = [done[id(c)] for c in children]
-        if kind == 'op':
-            done[key] = ('op', node[1], new[0], new[1])
+        if kind in ('op', 'cmp'):
+            done[key] = (kind, node[1], new[0], new[1])
         elif kind == 'neg':
             done[key] = ('neg', new[0])
         elif kind == 'call' and node[1] in bodies:
@@ -130,8 +147,8 @@ def _bind(body, args):
         return args.get(body[1], body)
     if body[0] == 'num':
         return body
-    if body[0] == 'op':
-        return ('op', body[1], _bind(body[2], args), _bind(body[3], args))
+    if body[0] in ('op', 'cmp'):
+        return (body[0], body[1], _bind(body[2], args), _bind(body[3], args))
     if body[0] == 'neg':
         return ('neg', _bind(body[1], args))
     return ('call', body[1], tuple(_bind(a, args) for a in body[2]))
@@ -243,9 +260,12 @@ def _value(rng, good):
 
 
 def command_line(rng, variables, program_file='prog.ad', points_file=None):
-    """argv for eval, grad or render of `program_file` (read from stdin for '-'), with
-    bindings and options; never render when there is a points file."""
-    command = rng.choice(['eval', 'grad', 'grad'] + ([] if points_file else ['render']))
+    """argv for eval, grad, render, diff, hessian or check of `program_file` (read
+    from stdin for '-'), with bindings and options; never render or diff when
+    there is a points file."""
+    command = rng.choices(['eval', 'grad', 'hessian', 'check'] + ([] if points_file else
+                                                                 ['render', 'diff']),
+                          [10, 20, 3, 3, 10, 3][:6 if not points_file else 4])[0]
     argv = [command]
     source = rng.random()
     argv += ['-f', program_file] if source < 0.6 else [f'-f{program_file}'] if source < 0.65 \
@@ -267,6 +287,22 @@ def command_line(rng, variables, program_file='prog.ad', points_file=None):
             argv += ['--max-nodes', _value(rng, ['5', '100', '2000'])]
         if fmt == 'svg' and rng.random() < 0.2:
             argv += ['--steps', _value(rng, ['steps', '-st'])]
+        return argv
+    if command == 'diff':
+        if rng.random() < 0.3:
+            argv += ['--lang', _value(rng, ['adgrad', 'numpy', 'c', 'latex'])]
+        if rng.random() < 0.2:
+            argv += ['--order', _value(rng, ['1', '2', '3'])]
+    if command == 'check' and rng.random() < 0.2:
+        argv += ['--order', _value(rng, ['1', '2'])]
+    if command in ('diff', 'hessian', 'check') and rng.random() < 0.3:
+        argv += ['--wrt', _value(rng, [','.join(rng.sample(variables, len(variables)))])]
+    if command in ('hessian', 'check'):
+        if rng.random() < 0.5:
+            argv += ['--format', _value(rng, ['table', 'plain', 'json', 'csv', 'tsv'])]
+        if points_file is not None:
+            argv += ['--points', points_file]
+    if command in ('diff', 'hessian', 'check'):
         return argv
     if rng.random() < 0.5:
         argv += ['--format', _value(rng, FORMATS + ('table',) * 2)]
