@@ -207,7 +207,7 @@ def _picture(graph, values, grads, mode, args, look, fmt, collapse, warn):
 
 FOLDS = 20        # a graph this many times --max-nodes is refused before it is drawn
 FIT_SECONDS = 10  # dot's time for each way of drawing a picture that _fitted() tries
-TALLEST = 2       # a picture that fits a slide's width may be this many times as tall
+TALLEST = 3       # a picture that fits a slide's width may be this many times as tall
 FIT_NODES = 150   # up to this layout size, dot is fast enough to be asked more than once
 
 
