@@ -255,6 +255,54 @@ def test_interrupts_wait_for_a_row_boundary():
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
+class _SlowWriter:
+    """A writer that batch.py runs in a thread (may_lag), slow enough to lag."""
+    may_lag = True
+
+    def __init__(self, fail_at=None):
+        self.written, self.closed, self.fail_at = [], False, fail_at
+
+    def write(self, chunk, computed):
+        import time
+        time.sleep(0.01)
+        if chunk == self.fail_at:
+            raise OSError(28, 'No space left on device')
+        self.written.append(chunk)
+
+    def close(self):
+        self.closed = True
+
+
+def test_the_writer_thread_writes_every_chunk_in_order_before_an_interrupt_leaves():
+    from autodiff_cli.cli.batch import _Behind
+    slow = _SlowWriter()
+    with pytest.raises(KeyboardInterrupt):
+        with _Behind(slow) as writer:
+            for k in range(5):
+                writer.write(k, [])
+            raise KeyboardInterrupt  # as _AtRowBoundaries raises it, between chunks
+    assert slow.written == [0, 1, 2, 3, 4] and not slow.closed
+
+
+def test_the_writer_thread_raises_its_error_and_writes_nothing_after_it():
+    from autodiff_cli.cli.batch import _Behind
+    slow = _SlowWriter(fail_at=2)
+    with pytest.raises(OSError, match='No space'):
+        with _Behind(slow) as writer:
+            for k in range(6):
+                writer.write(k, [])
+            writer.close()
+    assert slow.written == [0, 1] and not slow.closed
+
+
+def test_a_full_disk_under_the_writer_thread_is_one_error_line(tmp_path):
+    if not os.path.exists('/dev/full'):
+        pytest.skip('no /dev/full')
+    path = _file(tmp_path, 'p.csv', 'x\n' + ''.join(f'{i}\n' for i in range(200_000)))
+    run = run_main(['eval', '2*x', '--points', path, '-o', '/dev/full'])
+    assert run.code == 2 and 'No space left on device' in run.err and run.err.count('\n') == 1
+
+
 # ---- Parquet ----
 
 def test_parquet_in_and_out(tmp_path):

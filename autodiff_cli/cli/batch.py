@@ -216,7 +216,7 @@ class Plan:
     def stream(self, source, writer, boundary, count, warn):
         """Every chunk computed and written; returns the first non-finite node's report."""
         bad, done = None, 0
-        with _progress(count, warn.stream) as advance:
+        with _progress(count, warn.stream) as advance, _Behind(writer) as writer:
             for chunk in source.chunks():
                 if source.kind != 'jsonl':
                     self.check(source)
@@ -246,6 +246,61 @@ def _key(chunk):
     if chunk.block is None or not len(chunk):
         return None
     return chunk.numbers[0], len(chunk), len(chunk.block)
+
+
+class _Behind:
+    """A CSV or TSV writer in a thread of its own, one chunk behind: the next
+    chunk is read, parsed and computed (pyarrow and NumPy let go of Python's
+    lock while they work) while this one is formatted and written, so the
+    second core has work. Chunks are written whole and in order; a write's
+    error is raised by the next write() or by close(); leaving the block
+    (Ctrl-C between chunks, a bad row) first waits for the chunk in hand, so
+    the output still ends with a whole row. Other writers run as they are."""
+
+    def __init__(self, writer):
+        self.writer, self.thread, self.error, self.failed = writer, None, None, False
+        if getattr(writer, 'may_lag', False):
+            import queue
+            import threading
+            self.queue = queue.Queue(maxsize=1)
+            self.thread = threading.Thread(target=self._run, name='adgrad-writer', daemon=True)
+            self.thread.start()
+
+    def __enter__(self):
+        return self
+
+    def _run(self):
+        while (item := self.queue.get()) is not None:
+            if not self.failed:  # after an error, nothing more is written
+                try:
+                    self.writer.write(*item)
+                except BaseException as error:  # raised again in the main thread
+                    self.error, self.failed = error, True
+
+    def write(self, chunk, computed):
+        if self.thread is None:
+            return self.writer.write(chunk, computed)
+        self._raise()
+        self.queue.put((chunk, computed))
+
+    def _wait(self):
+        if self.thread is not None:
+            self.queue.put(None)
+            self.thread.join()
+            self.thread = None
+
+    def _raise(self):
+        if self.error is not None:
+            error, self.error = self.error, None
+            raise error
+
+    def close(self):
+        self._wait()
+        self._raise()
+        self.writer.close()
+
+    def __exit__(self, *exc):
+        self._wait()
 
 
 def merge_bad(so_far, chunk_bad):

@@ -27,6 +27,7 @@ from ..errors import AdgradError
 CHUNK_ROWS = 65536
 _READ_BYTES = 1 << 22  # 4 MiB of input at a time: few chunks, and their buffers stay small
 _ARROW_BYTES = 1 << 19  # a smaller file is read without importing pyarrow
+_ARROW_BLOCK = 1 << 20  # pyarrow parses a chunk's blocks of this size on all cores
 
 # A key that a JSON object lacks: empty in CSV, left out again in JSON Lines.
 ABSENT = type('Absent', (), {'__repr__': lambda self: 'ABSENT'})()
@@ -390,7 +391,7 @@ class CsvSource(Source):
         try:
             table = arrow.read_csv(
                 pa.py_buffer(chunk.block),
-                read_options=arrow.ReadOptions(column_names=names, block_size=1 << 23),
+                read_options=arrow.ReadOptions(column_names=names, block_size=_ARROW_BLOCK),
                 parse_options=arrow.ParseOptions(delimiter=self.delimiter,
                                                  quote_char='"' if b'"' in chunk.block else False,
                                                  double_quote=False, escape_char=False,

@@ -141,6 +141,8 @@ class TextRows:
     When `echo` is set the input rows' own bytes, already in this format,
     are copied as they are."""
 
+    may_lag = True  # batch.py may run it in a thread of its own
+
     def __init__(self, fmt, header, file, echo):
         import csv
         self.csv = csv
