@@ -53,3 +53,13 @@ def test_new_lines_inside_parentheses_are_dropped_across_chunks(monkeypatch):
     monkeypatch.setattr(parse, '_MARGIN', 4)
     assert tokens(text) == expected
     assert [t[0] for t in expected].count('_NEWLINE') == 2
+
+
+def test_a_piece_has_the_same_kind_when_met_first_and_again():
+    # New pieces are classified as they are first met; long ones (a comment,
+    # a long name) are not remembered, so they are classified every time.
+    name, comment = 'n' * 100, '# ' + 'c' * 100
+    text = f'{name} + a1 {comment}\n{name} + a1 {comment}\n'
+    kinds = [t[0] for t in tokens(text)]
+    assert kinds == ['NAME', 'PLUS', 'NAME', '_NEWLINE'] * 2 + ['$END']
+    assert [t[3] for t in tokens(text)][:3] == [name, '+', 'a1']

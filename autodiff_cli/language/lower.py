@@ -2,8 +2,11 @@
 node per operation.
 
 The parser (parse.py) calls a method of `Lowering` at each reduction of the
-grammar, named after the rule's alias, with the values of the rule's
-children; each method emits its nodes there and then. There is no syntax
+grammar, named after the rule's alias, with the value stack, whose top
+`size` items are the values of the rule's children: the method replaces
+them with the rule's value (the hot ones in place; the others take the
+children as a list, through _children) and emits its nodes there and
+then. There is no syntax
 tree: an expression's value is `(start, end, id)`, the place of its text and
 the id of the node that holds it (its own operation's, or a variable's, a
 block call's result, a parenthesised value's).
