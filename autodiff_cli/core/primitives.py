@@ -166,10 +166,15 @@ def _erf_slope(k, a):
 
 
 def _gelu_vjp(k, g, out, a):
-    # torch's GeluBackward kernel: g (cdf + x pdf).
+    # torch's GeluBackward kernel: g (cdf + x pdf). Differentiated again it is
+    # torch's gelu_double_backward, through a custom node as softplus's:
+    # g (2 pdf - x^2 pdf), whose x^2 pdf is inf*0 = nan past |x| ~ 1.3e154.
     cdf = k.mul(0.5, k.add(1.0, k.erf(k.mul(a, ieee.SQRT1_2))))
-    pdf = k.mul(GELU_BETA, k.exp(k.mul(k.mul(a, a), -0.5)))
-    return (k.mul(g, k.add(cdf, k.mul(a, pdf))),)
+    square = k.mul(a, a)
+    pdf = k.mul(GELU_BETA, k.exp(k.mul(square, -0.5)))
+    slope = k.add(cdf, k.mul(a, pdf))
+    d_a = k.mul(g, k.sub(k.mul(2.0, pdf), k.mul(square, pdf)))
+    return (k.custom(k.mul(g, slope), slope, d_a, g, a),)
 
 
 def _silu_vjp(k, g, out, a):
