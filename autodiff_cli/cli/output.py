@@ -7,6 +7,9 @@ stdout empty. Numbers print in shortest round-trip form: float(text) == value.
 User text reaches rich only as Text, never as markup.
 """
 
+from math import copysign
+from operator import itemgetter
+
 from ..core.numbers import number
 from ..errors import UsageError
 from .context import Choice
@@ -28,24 +31,33 @@ def json_number(x):
 
 # ---- results ----
 
-# Records are plain slotted classes: importing dataclasses (and with it
-# inspect) would cost more start-up than the rest of the command line.
+# Records are plain classes: importing dataclasses (and with it inspect)
+# would cost more start-up than the rest of the command line.
 
-class NodeRecord:
-    __slots__ = ('id', 'op', 'name', 'args', 'expr', 'block', 'value', 'grad')
+class NodeRecord(tuple):
+    """One node's row, a tuple with named fields (made in C: there is one per
+    node of --nodes):
+    id     position on the tape
+    op
+    name   variable, constant or binding name, or None
+    args   ids of its inputs
+    expr   the source text it computes, elided past 120 characters
+    block  block instance path, or None
+    value
+    grad   None where no gradient reaches: constants, what the output ignores
+    """
+    __slots__ = ()
+    _fields = ('id', 'op', 'name', 'args', 'expr', 'block', 'value', 'grad')
 
-    def __init__(self, id, op, name, args, expr, block, value, grad):
-        self.id = id              # position on the tape
-        self.op = op
-        self.name = name          # variable, constant or binding name, or None
-        self.args = args          # ids of its inputs
-        self.expr = expr          # the source text it computes, elided past 120 characters
-        self.block = block        # block instance path, or None
-        self.value = value
-        self.grad = grad          # None where no gradient reaches: constants, what the output ignores
+    def __new__(cls, id, op, name, args, expr, block, value, grad):
+        return tuple.__new__(cls, (id, op, name, args, expr, block, value, grad))
 
     def __repr__(self):
-        return f'NodeRecord({", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__)})'
+        return f'NodeRecord({", ".join(f"{k}={v!r}" for k, v in zip(self._fields, self))})'
+
+
+for _k, _field in enumerate(NodeRecord._fields):
+    setattr(NodeRecord, _field, property(itemgetter(_k)))
 
 
 class Result:
@@ -66,14 +78,22 @@ class Result:
 
 def node_records(graph, values, grads=None, text_limit=120):
     """The nodes that ran at this point (an `if`'s untaken branch did not), by tape id."""
+    from itertools import repeat
+
     from ..core.passes import executed, receives_gradient
-    shown = receives_gradient(graph) if grads is not None else None
     ran = executed(graph, values)
-    texts = graph.texts(text_limit)
-    return [NodeRecord(i, node.op, node.name, list(node.args), texts[i],
-                       node.block, values[i],
-                       grads[i] if grads is not None and shown[i] else None)
-            for i, node in enumerate(graph.nodes) if ran[i]]
+    if grads is None:
+        grads = shown = repeat(None)
+    else:
+        shown = receives_gradient(graph)   # a gradient is shown only where one reaches
+    make = tuple.__new__
+    # Zipped columns rather than indexing, and records made in C: this runs
+    # once per node of --nodes.
+    return [make(NodeRecord, (i, node.op, node.name, list(node.args), text, node.block, value,
+                              grad if show else None))
+            for i, node, text, value, grad, show, did in zip(
+                range(len(ran)), graph.nodes, graph.texts(text_limit), values, grads, shown, ran)
+            if did]
 
 
 # ---- one writer per format ----
@@ -83,11 +103,27 @@ def plain(result, env):
         return number(result.value) + '\n'
     lines = [f'value\t{number(result.value)}']
     lines += [f'd_{name}\t{number(g)}' for name, g in (result.gradients or {}).items()]
-    for r in result.nodes or ():
-        grad = '-' if r.grad is None else number(r.grad)
-        lines.append('\t'.join(['node', str(r.id), r.op, r.name or '-', r.block or '-',
-                                number(r.value), grad, r.expr]))
+    shown = _Numbers()
+    lines += [f'node\t{r.id}\t{r.op}\t{r.name or "-"}\t{r.block or "-"}\t{shown[r.value]}\t'
+              f'{"-" if r.grad is None else shown[r.grad]}\t{r.expr}' for r in result.nodes or ()]
     return '\n'.join(lines) + '\n'
+
+
+class _Numbers(dict):
+    """number(x) of each x, each distinct value formatted once: the values of
+    a graph repeat (gradients of 0 and 1, a chain that converges), and the
+    shortest round-trip form costs more than all the rest of a node's line.
+    Zeros and NaN are not kept (0.0 == -0.0 would share a key): a zero's
+    sign is all its text needs."""
+    __slots__ = ()
+
+    def __missing__(self, x):
+        if x == 0:
+            return '-0.0' if copysign(1.0, x) < 0 else '0.0'
+        text = number(x)
+        if x == x:
+            self[x] = text
+        return text
 
 
 def json_text(result, env):

@@ -80,9 +80,11 @@ class Graph(namedtuple('Graph', 'nodes output inputs defaults source branches no
 
     def texts(self, limit=None):
         """text(i, limit) of every node, in one pass: nodes of a deep
-        expression share the ends of their spans, folded once here."""
+        expression share the ends of their spans, folded once here, and a
+        stretch of source with nothing to fold or blank is taken as it is."""
         source, heads, tails = self.source, {}, {}
-        return [_text(source, node, limit, heads, tails) for node in self.nodes]
+        marks = _marks(source)
+        return [_text(source, node, limit, heads, tails, marks) for node in self.nodes]
 
     def label(self, node_id):
         """What a node is: its name, its constant, or its op."""
@@ -92,13 +94,33 @@ class Graph(namedtuple('Graph', 'nodes output inputs defaults source branches no
         return node.op
 
 
-def _text(source, node, limit, heads, tails):
+_bisect = None   # bisect.bisect_left, imported on first need
+
+
+def _marks(source):
+    """The sorted places of what folding or blanking changes: white space but
+    a single space, '#' and backslashes. A stretch of source with none is
+    its own text, found by bisecting these rather than reading it again."""
+    global _bisect
+    import re
+    from bisect import bisect_left as _bisect
+    # \s is what str.split() splits on; a space followed by a space starts a run.
+    return [m.start() for m in re.finditer(r'[^\S ]|[#\\]| (?= )', source)]
+
+
+def _text(source, node, limit, heads, tails, marks=None):
     """Graph.text, with the folded ends of long spans kept in `heads` and
     `tails` (by position) for the nodes that share them."""
     if node.span is None:
         return node.name or ''
     start, end = node.span
+    plain = False   # nothing to fold or blank in the span: no mark from start to end
+    if marks is not None:
+        k = _bisect(marks, start)
+        plain = k == len(marks) or marks[k] >= end
     if limit is not None and end - start > 4 * limit:
+        if plain and limit > 2:   # its ends as they are (a deep expression's every node)
+            return f'{source[start:start + limit // 2]}…{source[end - (limit - limit // 2 - 1):end]}'
         # Deep expressions have quadratic total text: read only the ends,
         # as much as 2 * limit characters of each where white space folds
         # them shorter than what is shown, else a few more than is shown
@@ -121,7 +143,10 @@ def _text(source, node, limit, heads, tails):
                 tail = _fold(source[end - most:end])
             tail = tails[end] = tail[-rest:]
         return head + '…' + tail
-    text = ' '.join(_blank(source[start:end]).split())
+    if plain:
+        text = source[start:end].strip(' ')   # what folding gives: there are only single spaces
+    else:
+        text = ' '.join(_blank(source[start:end]).split())
     if limit is not None and len(text) > limit:
         return text[:limit // 2] + '…' + text[-(limit - limit // 2 - 1):]
     return text
