@@ -54,3 +54,16 @@ def test_texts_read_straight_from_the_source_are_the_folded_texts():
         graph = Graph(nodes, 0, {}, {}, source)
         for limit in (None, 3, 7, 60, 120):
             assert graph.texts(limit) == [graph.text(i, limit) for i in range(len(nodes))]
+
+
+def test_the_plain_node_lines_are_each_field_and_number_as_before():
+    from autodiff_cli.cli.output import Result, plain
+    numbers = [0.0, -0.0, 0, False, 1, True, 2.5, 2.5, -7e-300, math.nan, math.inf, -math.inf]
+    records = [NodeRecord(i, 'add', None if i % 2 else 'x', [], f'e{i}', 'f#1' if i % 3 else None,
+                          v, None if i % 4 == 1 else numbers[-1 - i])
+               for i, v in enumerate(numbers)]
+    text = plain(Result(value=1.0, inputs={}, gradients={}, nodes=records), None)
+    expected = ['value\t1.0'] + ['\t'.join(['node', str(r.id), r.op, r.name or '-', r.block or '-',
+                                            number(r.value), '-' if r.grad is None else number(r.grad),
+                                            r.expr]) for r in records]
+    assert text == '\n'.join(expected) + '\n'

@@ -89,9 +89,8 @@ def node_records(graph, values, grads=None, text_limit=120):
     make = tuple.__new__
     # Zipped columns rather than indexing, and records made in C: this runs
     # once per node of --nodes.
-    return [make(NodeRecord, (i, node.op, node.name, list(node.args), text, node.block, value,
-                              grad if show else None))
-            for i, node, text, value, grad, show, did in zip(
+    return [make(NodeRecord, (i, op, name, list(args), text, block, value, grad if show else None))
+            for i, (op, args, name, _, _, block), text, value, grad, show, did in zip(
                 range(len(ran)), graph.nodes, graph.texts(text_limit), values, grads, shown, ran)
             if did]
 
@@ -103,25 +102,28 @@ def plain(result, env):
         return number(result.value) + '\n'
     lines = [f'value\t{number(result.value)}']
     lines += [f'd_{name}\t{number(g)}' for name, g in (result.gradients or {}).items()]
-    shown = _Numbers()
-    lines += [f'node\t{r.id}\t{r.op}\t{r.name or "-"}\t{r.block or "-"}\t{shown[r.value]}\t'
-              f'{"-" if r.grad is None else shown[r.grad]}\t{r.expr}' for r in result.nodes or ()]
+    # The hot loop of --nodes: records unpacked (a field by name costs more),
+    # each distinct number formatted once, a zero (0.0 == -0.0: no dict key)
+    # by its sign.
+    shown, zeros = _Numbers(), ('0.0', '-0.0')
+    lines += [f'node\t{i}\t{op}\t{name or "-"}\t{block or "-"}\t'
+              f'{shown[value] if value else zeros[copysign(1.0, value) < 0]}\t'
+              f'{"-" if grad is None else shown[grad] if grad else zeros[copysign(1.0, grad) < 0]}'
+              f'\t{expr}'
+              for i, op, name, args, expr, block, value, grad in result.nodes or ()]
     return '\n'.join(lines) + '\n'
 
 
 class _Numbers(dict):
     """number(x) of each x, each distinct value formatted once: the values of
-    a graph repeat (gradients of 0 and 1, a chain that converges), and the
-    shortest round-trip form costs more than all the rest of a node's line.
-    Zeros and NaN are not kept (0.0 == -0.0 would share a key): a zero's
-    sign is all its text needs."""
+    a graph repeat (gradients of 1, a chain that converges), and the shortest
+    round-trip form costs more than all the rest of a node's line. Zeros and
+    NaN are not kept (0.0 == -0.0 would share a key)."""
     __slots__ = ()
 
     def __missing__(self, x):
-        if x == 0:
-            return '-0.0' if copysign(1.0, x) < 0 else '0.0'
         text = number(x)
-        if x == x:
+        if x == x and x != 0:
             self[x] = text
         return text
 
