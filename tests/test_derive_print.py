@@ -111,6 +111,8 @@ def test_several_variables_share_bindings():
     ('y*atan(x)', 'd_y = atan(x)\nd_x = y/(x^2 + 1)'),              # y*(1/t) -> y/t
     ('x - 3*x', 'd_x = -2'),
     ('log(y - x*x)', 't1 = y - x^2\nd_y = 1/t1\nd_x = -2*(x/t1)'),   # -a - a -> -(2*a)
+    ('x*y + x*y*2 + sin(x)*3 - sin(x)', 'd_x = 2*cos(x) + 3*y\nd_y = 3*x'),   # like terms
+    ('(y + x) - x + x*x + x', 'd_y = 1\nd_x = 2*x + 1'),             # (s + x) - x -> s
 ])
 def test_simplified_text(source, printed):
     assert adgrad_text(differentiate(lower(source))) == printed + '\n'

@@ -73,6 +73,10 @@ def _add(tape, a, b):
     a_node, b_node = type(a) is Ref, type(b) is Ref
     if not b_node and b == 0.0:
         return a
+    if not b_node and a_node and not tape.exact:
+        met = _constants_meet(tape, a, b)        # (x - 1) + 3 -> x + 2
+        if met is not None:
+            return met
     if not b_node and b < 0:
         return tape.sub(a, -b)                   # x + -2 -> x - 2, exact
     if not a_node and a == 0.0:
@@ -84,8 +88,61 @@ def _add(tape, a, b):
         return tape.sub(b, nodes[a].args[0])     # -a + b -> b - a
     if not a_node and b_node:
         return tape.add(b, a)                    # constants last: x + 1
-    if a == b and a_node and b_node and not tape.exact:
-        return tape.mul(2.0, a)                  # a + a -> 2*a
+    if a_node and b_node and not tape.exact:
+        if a == b:
+            return tape.mul(2.0, a)              # a + a -> 2*a
+        return _like_terms(tape, a, b, 1.0)
+    return None
+
+
+def _scaled(nodes, x):
+    """(c, y) when x (a node) is c*y with a constant c, else (1, x)."""
+    node = nodes[x]
+    if node.op == 'mul':
+        c = nodes[node.args[0]]
+        if c.op == 'const':
+            return c.value, node.args[1]
+    return 1.0, x
+
+
+def _like_terms(tape, a, b, sign):
+    """a + sign*b as one product when both are multiples of one node:
+    2*x + x -> 3*x, x - 3*x -> -2*x, and (s + x) + x -> s + 2*x. (Not IEEE
+    exact: the sum of n copies rounds n times, n*x once.)"""
+    nodes = tape.nodes
+    (ca, ra), (cb, rb) = _scaled(nodes, a), _scaled(nodes, b)
+    if ra == rb:
+        return tape.mul(ca + sign * cb, ra)
+    node = nodes[a]
+    if node.op != 'add' and node.op != 'sub':
+        return None
+    first, second = node.args
+    if nodes[second].op != 'const':
+        ct, rt = _scaled(nodes, second)              # (s +- ct*r) + sign*cb*r
+        if rt == rb:
+            total = (ct if node.op == 'add' else -ct) + sign * cb
+            if total == 0.0:
+                return first
+            return tape.add(first, tape.mul(total, rb)) if total > 0 else \
+                tape.sub(first, tape.mul(-total, rb))
+    if nodes[first].op != 'const':
+        cf, rf = _scaled(nodes, first)               # (cf*r +- t) + sign*cb*r
+        if rf == rb:
+            total = cf + sign * cb
+            if total == 0.0:
+                return second if node.op == 'add' else tape.neg(second)
+            scaled = tape.mul(total, rb)
+            return tape.add(scaled, second) if node.op == 'add' else tape.sub(scaled, second)
+    return None
+
+
+def _constants_meet(tape, a, b):
+    """(s +- c1) + b as s + (+-c1 + b) for a constant b: one constant, not two."""
+    node = tape.nodes[a]
+    if node.op in ('add', 'sub'):
+        c = tape.value(node.args[1])
+        if c is not None:
+            return tape.add(node.args[0], (c if node.op == 'add' else -c) + b)
     return None
 
 
@@ -98,12 +155,17 @@ def _sub(tape, a, b):
         node = tape.nodes[a]
         if node.op == 'neg' and node.args[0] == b:
             return tape.neg(tape.mul(2.0, b))  # -a - a -> -(2*a), as a + a -> 2*a
+        return _like_terms(tape, a, b, -1.0)
     if _is(tape, a, 0.0):
         return tape.neg(b)
     nb = _negated(tape, b)
     if nb is not None:
         return tape.add(a, nb)                 # a - -b -> a + b
     vb = tape.value(b)
+    if vb is not None and type(a) is Ref and not tape.exact:
+        met = _constants_meet(tape, a, -vb)    # (x + 3) - 1 -> x + 2
+        if met is not None:
+            return met
     if vb is not None and vb < 0:
         return tape.add(a, -vb)                # a - -2 -> a + 2, exact
     return None
