@@ -530,6 +530,18 @@ CASES = [
          == _single_point_row(['grad', '-f', 'p.ad', 'z=-1.8', '--format', 'csv']),
          owner='core: the array backward, core/passes.py _backward_masking_branches'),
 
+    # diff --order: each order walks the whole tape again and a product's tape
+    # doubles with each, so a 13-digit order was a hang
+    case('diff --order of 13 digits', ['diff', 'sin(x)*exp(x)', '--order', '10000000000000'], 2,
+         check=err_has('lower --order')),
+    case('diff --order of 13 digits, a tape that stops growing', ['diff', 'sin(x)', '--order',
+                                                                 '10000000000000'], 2),
+    case('diff --order of 20 digits, a derivative that ends', ['diff', 'x^2', '--order',
+                                                              '99999999999999999999'], 0,
+         check=lines_ok(['d99999999999999999999_x = 0'])),
+    case('diff --order 300 of exp(2*x)', ['diff', 'exp(2*x)', '--order', '300'], 0,
+         check=lambda run, _: run.out.startswith('d300_x = ')),
+
     # --max-nodes at its edges
     case('--max-nodes 1', ['render', 'x*2', 'x=1', '--max-nodes', '1', '-o', 'g.svg'], 2,
          check=nothing_written('g.svg')),
