@@ -542,6 +542,12 @@ CASES = [
     case('diff --order 300 of exp(2*x)', ['diff', 'exp(2*x)', '--order', '300'], 0,
          check=lambda run, _: run.out.startswith('d300_x = ')),
 
+    # Found by the fuzzer (seed 20261203): a constant's sigmoid in a batch was
+    # computed in place, and a NumPy scalar has no buffer (exit 70).
+    case('sigmoid of a constant in a batch', ['grad', 'sigmoid(2) * y', '--points', 'p.csv'], 0,
+         files={'p.csv': 'y\n1\n'},
+         check=lines_ok(['y,value,d_y', '1,0.8807970779778823,0.8807970779778823'])),
+
     # --max-nodes at its edges
     case('--max-nodes 1', ['render', 'x*2', 'x=1', '--max-nodes', '1', '-o', 'g.svg'], 2,
          check=nothing_written('g.svg')),

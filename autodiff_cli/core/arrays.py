@@ -14,6 +14,8 @@ from . import ieee
 
 
 def sigmoid(x):  # PyTorch's formula, as ieee.sigmoid, in one buffer
+    if np.ndim(x) == 0:   # a constant's sigmoid(2): a NumPy scalar has no buffer for out=
+        return ieee.sigmoid(float(x))
     t = np.negative(x)
     np.exp(t, out=t)
     np.add(t, 1.0, out=t)

@@ -106,7 +106,7 @@ def shrink(worker, case, cause, budget=300):
             trial = {**case, 'argv': case['argv'][:i] + case['argv'][i + 1:]}
             if budget > 0 and still(trial):
                 case, changed = trial, True
-        for name in list(case['files']) + ['<stdin>']:
+        for name in list(case['files']) + (['<stdin>'] if 'stdin' in case else []):
             data = case['stdin'] if name == '<stdin>' else case['files'][name]
             size = max(1, len(data) // 2)
             while size >= 1 and budget > 0:

@@ -38,33 +38,31 @@ POINT_VALUES = (0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 3.0, 0.3, -1.7, 1e-8
 # ('call', function, args) | ('cmp', symbol, left, right), the last only as an
 # if's condition. Printed with only the parentheses precedence needs.
 
-def expression(rng, names, blocks, depth):
-    """A random tree over `names`, calling built-ins and the `blocks` {name: arity}."""
+def expression(rng, names, blocks, depth, conditionals=True):
+    """A random tree over `names`, calling built-ins and the `blocks` {name: arity},
+    and with `conditionals`, ifs over comparisons."""
     if depth <= 0 or rng.random() < 0.25:
         if names and rng.random() < 0.75:
             return ('name', rng.choice(names))
         return ('num', rng.choice(NUMBERS))
+    def deeper():
+        return expression(rng, names, blocks, depth - 1, conditionals)
     kind = rng.random()
     if kind < 0.45:
-        return ('op', rng.choice(list(OPERATORS)), expression(rng, names, blocks, depth - 1),
-                expression(rng, names, blocks, depth - 1))
+        return ('op', rng.choice(list(OPERATORS)), deeper(), deeper())
     if kind < 0.55:
-        return ('neg', expression(rng, names, blocks, depth - 1))
-    if kind < 0.6:   # if(c, a, b), the condition a comparison or any expression
-        condition = expression(rng, names, blocks, depth - 1)
+        return ('neg', deeper())
+    if kind < 0.6 and conditionals:   # if(c, a, b): c a comparison or any expression
+        condition = deeper()
         if rng.random() < 0.7:
-            condition = ('cmp', rng.choice(COMPARISONS), condition,
-                         expression(rng, names, blocks, depth - 1))
-        return ('call', 'if', (condition, expression(rng, names, blocks, depth - 1),
-                               expression(rng, names, blocks, depth - 1)))
+            condition = ('cmp', rng.choice(COMPARISONS), condition, deeper())
+        return ('call', 'if', (condition, deeper(), deeper()))
     if blocks and kind < 0.8:
         name = rng.choice(sorted(blocks))
-        return ('call', name, tuple(expression(rng, names, blocks, depth - 1)
-                                    for _ in range(blocks[name])))
+        return ('call', name, tuple(deeper() for _ in range(blocks[name])))
     function = rng.choice(UNARY_FUNCTIONS + BINARY_FUNCTIONS)
     arity = 2 if function in BINARY_FUNCTIONS else 1
-    return ('call', function, tuple(expression(rng, names, blocks, depth - 1)
-                                    for _ in range(arity)))
+    return ('call', function, tuple(deeper() for _ in range(arity)))
 
 
 def _level(tree):
@@ -154,8 +152,9 @@ def _bind(body, args):
     return ('call', body[1], tuple(_bind(a, args) for a in body[2]))
 
 
-def program(rng):
-    """(text, inlined text, variables): a program with blocks, and the same without them."""
+def program(rng, conditionals=True):
+    """(text, inlined text, variables): a program with blocks, and the same without them
+    (with `conditionals`, ifs over comparisons too)."""
     lines, inlined, names, blocks, bodies = [], [], [], {}, {}
     variables = sorted(rng.sample(VARIABLES, rng.randint(1, 3)))
     if rng.random() < 0.3:
@@ -165,18 +164,18 @@ def program(rng):
     names += variables
     for k in range(rng.randint(0, 3)):
         params = PARAMETERS[:rng.randint(1, 2)]
-        body = expression(rng, list(params) + names, blocks, rng.randint(1, 3))
+        body = expression(rng, list(params) + names, blocks, rng.randint(1, 3), conditionals)
         name = f'f{k}'
         lines.append(f'{name}({", ".join(params)}) = {show(body)}')
         bodies[name] = (params, substitute(body, bodies))
         blocks[name] = len(params)
     for k in range(rng.randint(0, 3)):
-        tree = expression(rng, names, blocks, rng.randint(1, 3))
+        tree = expression(rng, names, blocks, rng.randint(1, 3), conditionals)
         lines.append(f't{k} = {show(tree)}')
         inlined.append(f't{k} = {show(substitute(tree, bodies))}')
         names.append(f't{k}')
     if rng.random() < 0.8 or not names[len(variables):]:
-        tree = expression(rng, names, blocks, rng.randint(1, 4))
+        tree = expression(rng, names, blocks, rng.randint(1, 4), conditionals)
         lines.append(show(tree))
         inlined.append(show(substitute(tree, bodies)))
     separator = '\n' if rng.random() < 0.8 else '; '
