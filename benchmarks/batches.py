@@ -282,12 +282,6 @@ def figures(bench, figure, run_process, run_child, seconds, verdict):
     return rows
 
 
-def more_figures(bench, figure, run_process, run_child, seconds, verdict):
-    """The long ones: 10^8 rows through a pipe, and Dask."""
-    b = Batches(bench, figure, run_process, run_child, seconds, verdict)
-    return [b.pipe(), b.dask()]
-
-
 if __name__ == '__main__':
     if sys.argv[1:2] == ['generate']:
         generate(int(sys.argv[2]), sys.stdout.buffer)
