@@ -292,3 +292,58 @@ def test_a_block_may_take_a_built_in_s_name_and_declare_its_derivative():
     assert run('sin(t) = 2*t; sin(x)', x=3.0)[1:] == (6.0, {'x': 2.0})
     with pytest.raises(AdgradError, match="'exp' is a built-in function"):
         lower('exp = 2; exp')
+
+
+# ---- the size of blocks' stored bodies (issue 12) ----
+
+def _chain(length):
+    """f0(a) = a + 1, fN(a) = fN-1(a) + 1, then f{length-1}(x) = x + length:
+    each body stores its callee's inlined, so the bodies hold ~length^2 nodes."""
+    lines = ['f0(a) = a + 1'] + [f'f{n}(a) = f{n - 1}(a) + 1' for n in range(1, length)]
+    return '\n'.join(lines + [f'f{length - 1}(x)'])
+
+
+def test_a_chain_of_blocks_under_the_bodies_limit_runs():
+    _, value, grads = run(_chain(300), x=2.0)   # 90,000 stored nodes
+    assert value == 302.0 and grads == {'x': 1.0}
+
+
+def test_a_chain_of_blocks_past_the_bodies_limit_is_refused_at_the_call(monkeypatch):
+    from autodiff_cli.language import lower as lowering
+    monkeypatch.setattr(lowering, 'MAX_STORED', 1_000)
+    # fN's body is its slot and 2N + 2 nodes: f0..f29 store 3*30 + 29*30 = 960,
+    # so f30's call of f29 (61 more) is the first to pass 1,000.
+    source = _chain(100)
+    with pytest.raises(AdgradError, match="calling 'f29' here would make the program's "
+                                          'blocks more than 1,000') as e:
+        lower(source)
+    assert e.value.pos == source.index('f29(a) + 1')
+
+
+def test_the_real_bodies_limit_refuses_a_long_chain_before_it_grows():
+    from autodiff_cli.language.lower import MAX_STORED
+    length = 2_000   # 4 million stored nodes if nothing counted them
+    assert length * length > 2 * MAX_STORED
+    with pytest.raises(AdgradError, match=f'more than {MAX_STORED:,} nodes'):
+        lower(_chain(length))
+
+
+def test_written_bodies_count_toward_the_bodies_limit(monkeypatch):
+    from autodiff_cli.language import lower as lowering
+    monkeypatch.setattr(lowering, 'MAX_STORED', 100)
+    body = ' + '.join(['a'] * 41)   # 41 nodes with its parameter's slot
+    source = f'f(a) = {body}\ng(a) = {body}\nh(a) = {body}\nh(x)'
+    with pytest.raises(AdgradError, match="the program's blocks hold more than 100 nodes") as e:
+        lower(source)
+    assert source.index('h(a)') < e.value.pos < source.index('h(x)')
+
+
+def test_stored_bodies_count_toward_the_graph_s_limit(monkeypatch):
+    from autodiff_cli.language import lower as lowering
+    body = ' + '.join(['a'] * 30)   # 30 stored nodes
+    source = f'f(a) = {body}\nf(x) + 1'   # x, the 29 copied, 1 and + on the tape: 62 in all
+    monkeypatch.setattr(lowering, 'MAX_NODES', 62)
+    assert lower(source).output == 31
+    monkeypatch.setattr(lowering, 'MAX_NODES', 61)
+    with pytest.raises(AdgradError, match='more than 61 nodes'):
+        lower(source)

@@ -27,12 +27,19 @@ from ..errors import AdgradError, did_you_mean
 from .parse import parse
 
 # About 2 s and 400 MB of lowering: past any program of 10^6 tokens. A block
-# that calls a block twice doubles, so sizes are checked before copying.
+# that calls a block twice doubles, so sizes are checked before copying. The
+# blocks' stored bodies count too: the tape and they together hold at most this.
 MAX_NODES = 2_000_000
 # A block's body, its calls inlined, is at most this: a block that calls a
 # block twice doubles, and twenty such lines (468 bytes) would otherwise copy
 # two million nodes into templates before the tape's limit said no.
 MAX_BODY = 250_000
+# All blocks' bodies together, as stored (each with its calls inlined). A chain
+# `fN(a) = fN-1(a) + 1` stores N^2/2 nodes while its graph has 2N: each body
+# holds a copy of the last. A stored node costs ~400 bytes with its copy plan
+# and ~1.5 us to make: a program refused here has spent ~1 s and ~210 MB (the
+# whole process, measured on a 4,000-line chain that would otherwise take 4 GB).
+MAX_STORED = 500_000
 
 KEYWORDS = frozenset({'if', 'and', 'or', 'not', 'input', 'grad'})
 ALIASES = {'ln': 'log', 'detach': 'stop_gradient'}
@@ -154,6 +161,8 @@ class Lowering:
         self.marks = []           # where an `if`'s condition and branches start
         self.body = None          # the Template being read, inside a block or grad body
         self.target = self.nodes  # where nodes go: the tape, or the body's nodes
+        self.stored = 0           # nodes in the finished blocks' bodies
+        self.limit = MAX_NODES    # the length the target may reach: see enter()
         self.flip = 0             # ids on the tape are i, in a body ~i: i ^ flip
         self.last_bare = None          # (node id, position) of a bare expression statement
         self.output = None
@@ -168,21 +177,30 @@ class Lowering:
 
     def emit(self, op, args, span, name=None, value=None, block=None):
         target = self.target
-        if len(target) >= MAX_NODES:
+        if len(target) >= self.limit:
             raise self.too_many(span)
         target.append(_new_node(Node, (op, args, name, value, span, block)))
         return (len(target) - 1) ^ self.flip
 
     def too_many(self, span):
-        return AdgradError(f'the program has more than {MAX_NODES:,} nodes; adgrad stops here',
-                           self.source, span[1] - 1 if span else None)
+        if self.body is not None and self.stored + len(self.target) >= MAX_STORED:
+            message = (f"the program's blocks hold more than {MAX_STORED:,} nodes, each body "
+                       'with its calls inlined; adgrad stops here')
+        else:
+            message = f'the program has more than {MAX_NODES:,} nodes; adgrad stops here'
+        return AdgradError(message, self.source, span[1] - 1 if span else None)
 
     def enter(self, template):
-        """Emit into a block's body from here on."""
+        """Emit into a block's body from here on: as far as the bodies' budget
+        and the whole program's (the tape's nodes counted) allow."""
         self.body, self.target, self.flip = template, template.nodes, -1
+        self.limit = min(MAX_STORED - self.stored, MAX_NODES - self.stored - len(self.nodes))
 
     def leave(self):
+        """Back to the tape, the body just read counted as stored."""
+        self.stored += len(self.body.nodes)
         self.body, self.target, self.flip = None, self.nodes, 0
+        self.limit = MAX_NODES - self.stored
 
     def resolve(self, name, start, end):
         """The node a name refers to here: a parameter, a binding's current
@@ -430,7 +448,7 @@ class Lowering:
         _, start, end, text = stack[-1]
         target = self.target   # emit(), inlined: one per number in the text
         node_id = len(target)
-        if node_id >= MAX_NODES:
+        if node_id >= self.limit:
             raise self.too_many((start, end))
         target.append(_new_node(Node, ('const', (), None, float(text), (start, end), None)))
         stack[-1] = (start, end, node_id ^ self.flip)
@@ -502,7 +520,7 @@ class Lowering:
             # emit() inlined, as this runs once per call in the text.
             target = self.target
             node_id = len(target)
-            if node_id >= MAX_NODES:
+            if node_id >= self.limit:
                 raise self.too_many((start, end))
             args = (arguments[0][2],) if len(arguments) == 1 else tuple(map(_VALUE_ID, arguments))
             target.append(_new_node(Node, (name, args, None, None, (start, end), None)))
@@ -512,7 +530,7 @@ class Lowering:
         if block is not None and block.grad is None and self.body is None \
                 and len(arguments) == len(block.params):
             plan = block._plan or block.plan()
-            if plan[0] and len(self.nodes) + len(plan[3]) <= MAX_NODES:
+            if plan[0] and len(self.nodes) + len(plan[3]) <= self.limit:
                 # A plain call on the tape, the hot path of a program of blocks:
                 # copy(), inlined for a body with no calls or ifs of its own.
                 _, tape_ids, gather, slices, ops, names, values, spans, _ = plan
@@ -585,14 +603,18 @@ class Lowering:
         size = len(block.nodes) - len(block.params)
         if block.grad is not None:
             size += len(block.grad.nodes) - len(block.grad.params) + 1
-        if len(self.target) + size > MAX_NODES:
-            raise self.error(f"calling '{block.name}' here would grow the graph past "
-                             f'{MAX_NODES:,} nodes once its blocks are inlined '
-                             f'({size:,} for this call)', span[0])
         if self.body is not None and len(self.target) + size > MAX_BODY:
             raise self.error(f"calling '{block.name}' here would make the body of "
                              f"'{self.body.name}' more than {MAX_BODY:,} nodes once its blocks "
                              'are inlined; adgrad stops there', span[0])
+        if self.body is not None and self.stored + len(self.target) + size > MAX_STORED:
+            raise self.error(f"calling '{block.name}' here would make the program's blocks "
+                             f'more than {MAX_STORED:,} nodes, each body with its calls '
+                             'inlined; adgrad stops there', span[0])
+        if len(self.target) + size > self.limit:
+            raise self.error(f"calling '{block.name}' here would grow the graph past "
+                             f'{MAX_NODES:,} nodes once its blocks are inlined '
+                             f'({size:,} for this call)', span[0])
         if self.body is None:   # instance_path(), inlined for the tape
             count = self.instances[block.name] = self.instances.get(block.name, 0) + 1
             path = f'{block.name}#{count}'
@@ -698,7 +720,7 @@ def _binary(op):
         del stack[-2:]
         target = self.target
         node_id = len(target)
-        if node_id >= MAX_NODES:
+        if node_id >= self.limit:
             raise self.too_many((start, end))
         target.append(_new_node(Node, (op, (a, b), None, None, (start, end), None)))
         stack[-1] = (start, end, node_id ^ self.flip)
