@@ -83,3 +83,30 @@ def test_spans_cover_the_source_text_including_parentheses():
     graph = lower('(x+1)*y')
     assert graph.nodes[graph.output].span == (0, 7)
     assert graph.text(graph.output) == '(x+1)*y'
+
+
+# Python's \d and float() take any script's digits: '١٢' (Arabic-Indic 12), '१' (Devanagari 1),
+# '５' (fullwidth 5). The language's numbers are ASCII digits only.
+@pytest.mark.parametrize('text, column', [
+    ('\u0661\u0662*x', 1), ('x*\u0661\u0662', 3), ('1.\u0665', 3), ('\u0967 + x', 1),
+    ('2*\uff15', 3), ('.\u0665', 1),
+])
+def test_digits_of_other_scripts_are_not_numbers(text, column):
+    with pytest.raises(AdgradError, match='unexpected') as caught:
+        lower(text)
+    assert caught.value.location()[1] == column
+
+
+def test_a_non_ascii_digit_is_refused_with_a_caret_at_it(run_cli):
+    code, out, err = run_cli('eval', '\u0661\u0662*x', 'x=2')
+    assert (code, out) == (2, '')
+    first, source, caret = err.splitlines()
+    assert first.startswith('adgrad: error: ') and "'\u0661'" in first
+    assert caret.index('^') == source.index('\u0661')
+
+
+def test_non_ascii_letters_are_still_not_names():
+    # NAME was [A-Za-z_][A-Za-z0-9_]* before the digits changed, and still is.
+    for text in ('\u00e9*2', 'x\u00e9'):
+        with pytest.raises(AdgradError, match='unexpected'):
+            lower(text)
