@@ -418,6 +418,11 @@ CASES = [
          check=err_has('not UTF-8')),
     case('a surrogate encoded in UTF-8', ['eval', '-f', 'p.ad', 'x=2'], 2,
          files={'p.ad': b'x * 2 # \xed\xa0\x80\n'}, check=err_has('not UTF-8')),
+    # Python's \d and float() take any script's digits; the language takes ASCII ones
+    case('Arabic-Indic digits in a program', ['eval', '\u0661\u0662*x', 'x=2'], 2,
+         check=err_has("unexpected character '\u0661' (column 1)", '\n  ^\n')),
+    case('fullwidth digits in a program', ['eval', 'x + \uff15', 'x=2'], 2,
+         check=err_has("unexpected character '\uff15' (column 5)")),
     case('tabs and a form feed', ['eval', '-f', 'p.ad', 'x=2'], 0,
          files={'p.ad': '\ty\t=\tx\t*\x0c3\n\ty\n'}, check=lines_ok(['6.0'])),
     case('U+2028 in an expression', ['eval', 'x *\u2028 2', 'x=2'], 2, check=err_has('\\u2028')),
@@ -545,6 +550,8 @@ CASES = [
          check=lines_ok(['d99999999999999999999_x = 0'])),
     case('diff --order 300 of exp(2*x)', ['diff', 'exp(2*x)', '--order', '300'], 0,
          check=lambda run, _: run.out.startswith('d300_x = ')),
+    case('diff --order in Arabic-Indic digits', ['diff', 'x^4', '--order', '\u0663'], 2,
+         check=err_has("'\u0663' is not a positive whole number")),
 
     # Found by the fuzzer (seed 20261203): a constant's sigmoid in a batch was
     # computed in place, and a NumPy scalar has no buffer (exit 70).

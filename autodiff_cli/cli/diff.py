@@ -36,7 +36,8 @@ def add_arguments(parser, command):
 
 
 def positive(text):
-    if not text.isdigit() or int(text) < 1:
+    # isdigit() alone takes '٣' (and int() reads it as 3): ASCII digits only.
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
         raise argparse.ArgumentTypeError(f"'{text}' is not a positive whole number")
     return int(text)
 
