@@ -17,13 +17,17 @@ EXAMPLES = """examples:
   adgrad check 'x^2*sin(x)' x=1.5
   adgrad check -f samples/mlp.ad --order 2      # the Hessian too
   adgrad check 'abs(x)' x=0                     # a kink: a warning, not a failure
+  adgrad check 'if(x > 0, x, 1)' x=0            # a jump: the `if` switches within the step
   adgrad check -f f.ad --points points.csv
 
-Each variable is moved by its own step h = 2^-10·max(1, |x|); the derivative
-is the central difference improved by Richardson extrapolation. A variable
-fails (exit 1) when reverse mode and the differences disagree beyond their
-error estimate; where differences cannot be trusted (a kink, the edge of a
-domain, a value that is not finite) it is a warning instead."""
+Each variable is moved by its own step h = 2^-10·max(1, |x|) (smaller where
+the differences do not settle); the derivative is the central difference
+improved by Richardson extrapolation. A variable fails (exit 1) when reverse
+mode and the differences disagree beyond their error estimate; where
+differences cannot be trusted it is a warning instead: at a kink or a jump
+(an `if`, comparison, min/max, abs, clamp... switching within ±h), near the
+edge of a domain or an overflow, where a value is not finite, and where
+rounding (subnormal values, cancellation) outweighs the differences."""
 
 
 def add_arguments(parser, command):
