@@ -135,6 +135,8 @@ def backward(graph, values, output=None, algebra=NUMBERS):
     """
     output = graph.output if output is None else output
     if graph.branches and algebra is not NUMBERS:
+        if _over_rows(algebra):
+            return _backward_live_rows(graph, values, output, algebra)
         return _backward_masking_branches(graph, values, output, algebra)
     nodes = graph.nodes
     grads = [None] * len(nodes)
@@ -165,14 +167,88 @@ def backward(graph, values, output=None, algebra=NUMBERS):
     return [0.0 if g is None else g for g in grads]
 
 
-def _backward_masking_branches(graph, values, output, algebra):
-    """backward() over arrays where both branches of each `if` ran.
+def _over_rows(algebra):
+    """Whether the algebra computes over many points at once (batch.py's
+    arrays: an input becomes an array), rather than recording a graph."""
+    coerce = getattr(algebra, 'coerce', None)
+    return coerce is not None and hasattr(coerce(0.0), 'shape')
 
-    The `if` rule sends each branch the rows that take it and zeros
-    elsewhere, but inside an untaken branch 0 * inf is nan all the same. So
-    whatever leaves a branch for a node outside it (an input, or a node
-    computed before the `if`) is masked to the rows that take the branch:
-    a branch's inf or nan never reaches a gradient outside it.
+
+def _backward_live_rows(graph, values, output, algebra):
+    """backward() over arrays, where both branches of each `if` ran in every row.
+
+    At a single point, a node of an untaken branch gets no gradient at all,
+    so it passes none on, and a node outside the branch gets nothing through
+    it. Row by row, the same: live[i] says in which rows a gradient has
+    reached node i (True for all rows, False for none, else a boolean array).
+    grads[i] is exact in those rows and anything at all elsewhere (the `if`
+    sends the untaken branch 0, and 0 * nan is nan): those rows are left out
+    where a gradient meets another from other rows, after the rules, never
+    multiplied away before them. A row left out adds -0.0, the one number
+    whose addition changes nothing (0.0 + -0.0 is 0.0, -0.0 + -0.0 is -0.0),
+    so each row sums exactly what its single point sums, in the same order;
+    and a row no gradient ever reached gets 0.0, as the point does.
+
+    A node reached in the same rows from everywhere (all rows, in a program
+    whose `if`s all go one way, or one branch's rows inside that branch) pays
+    no mask; only where rows of different branches meet does it cost one.
+    """
+    nodes = graph.nodes
+    grads, live = [None] * len(nodes), [False] * len(nodes)
+    grads[output], live[output] = 1.0, True
+    where, add = algebra.where, algebra.add
+    for i in range(output, -1, -1):
+        g, args = grads[i], nodes[i].args
+        if g is None or not args:
+            continue
+        rows = live[i]
+        if nodes[i].op == 'if':     # each branch: the live rows that take it (nan takes then)
+            condition = values[args[0]]
+            reach = (False, _settle(rows & (condition != 0)), _settle(rows & (condition == 0)))
+        else:
+            reach = (rows,) * len(args)
+        for a, da, rows_a in zip(args, pullback(graph, i, g, values, algebra), reach):
+            if da is None or rows_a is False:
+                continue
+            before, live_before = grads[a], live[a]
+            if before is None:
+                grads[a], live[a] = da, rows_a
+            elif live_before is rows_a:
+                grads[a] = add(before, da)
+            else:
+                if live_before is not True:
+                    before = where(live_before, before, -0.0)
+                if rows_a is not True:
+                    da = where(rows_a, da, -0.0)
+                grads[a], live[a] = add(before, da), _union(live_before, rows_a)
+    return [0.0 if g is None else g if rows is True else where(rows, g, 0.0)
+            for g, rows in zip(grads, live)]
+
+
+def _settle(rows):
+    """A row mask as True (every row), False (none) or the boolean array."""
+    if getattr(rows, 'ndim', 0) == 0:
+        return bool(rows)
+    return True if rows.all() else rows if rows.any() else False
+
+
+def _union(rows, more):
+    if rows is True or more is True:
+        return True
+    both = rows | more
+    return True if both.all() else both
+
+
+def _backward_masking_branches(graph, values, output, algebra):
+    """backward() over a recording algebra (derive/, pictures/), where both
+    branches of each `if` are recorded.
+
+    The `if` rule gates what each branch receives by the condition, but
+    inside the branch not taken 0 * inf is nan all the same. So whatever
+    leaves a branch for a node outside it (an input, or a node computed
+    before the `if`) is recorded masked by that condition: a branch's inf or
+    nan never reaches a gradient outside it. (derive/'s printed derivatives
+    are these very nodes; arrays go through _backward_live_rows instead.)
     """
     nodes = graph.nodes
     ranges = []     # (start, end, mask) of each branch, in tape order of the `if`s
