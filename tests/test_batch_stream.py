@@ -134,10 +134,16 @@ def test_every_row_equals_its_single_point(tmp_path, tiny_chunks):
     run = run_main(['grad', expr, '--points', path])
     rows = list(csv.DictReader(io.StringIO(run.out, newline='')))
     assert run.code == 0 and len(rows) == 44
+    def same(text, number):
+        # NumPy's pow is 1-2 ulps from C's on CPUs with AVX-512 (README, "Batches")
+        got = float(text)
+        return got == number or math.isnan(got) and math.isnan(number) or \
+            math.isfinite(number) and math.isclose(got, number, rel_tol=1e-14)
+
     for row in rows:
         value, grads = evaluate(expr, x=float(row['x']), y=float(row['y']))
-        assert float(row['value']) == value or (math.isnan(value) and row['value'] == 'nan')
-        assert float(row['d_x']) == grads['x'] and float(row['d_y']) == grads['y']
+        assert same(row['value'], value), (row, value)
+        assert same(row['d_x'], grads['x']) and same(row['d_y'], grads['y']), (row, grads)
 
 
 @pytest.fixture

@@ -220,11 +220,19 @@ def test_clamp_gradients_go_where_torch_sends_them(point, grads):
 
 # ---- batches ----
 
-# Batch rows equal the single point's to the bit, except where NumPy's
-# function is not C's: np.hypot is C's hypot, math.hypot is correctly rounded
-# (1 ulp apart at most), and np.tanh, used by coth, sech and csch, is NumPy's
-# own (1 ulp from C's tanh); through a derivative, 4 ulps at most measured.
-BATCH_ULPS = {'hypot': 2, 'acot': 4, 'acsch': 4, 'coth': 4, 'sech': 4, 'csch': 4}
+# A batch row runs NumPy's kernels, a single point C's libm. Where NumPy's
+# kernel is C's they agree to the bit, but NumPy has SIMD kernels of its own:
+# np.tanh everywhere (so coth, sech, csch), np.hypot is C's hypot where
+# math.hypot is correctly rounded, and on CPUs with AVX-512 nearly every
+# transcendental function (exp, log, power, the inverse trigonometric and
+# hyperbolic functions, expm1, log1p) is 1-2 ulps from C's. A derivative
+# computed from the value, as PyTorch computes it, carries that difference
+# and amplifies it where it cancels: expm1' = value + 1 near value = -1,
+# gelu' and silu' in their sums. Measured on an AVX-512 machine: 4 ulps at
+# most but for expm1 32, gelu 8, silu 9, cbrt 7; the allowances are twice
+# that. A wrong formula is off by far more, and nan, inf and the sign of a
+# zero must match exactly (ulps() gives inf).
+BATCH_ULPS = {'expm1': 64, 'gelu': 16, 'silu': 18, 'cbrt': 14}
 
 
 @pytest.mark.parametrize('name', sorted(
@@ -241,7 +249,7 @@ def test_batch_rows_equal_single_points(name):
     rows += [(x,) * arity for x in POINTS]
     columns = {n: np.array([row[i] for row in rows]) for i, n in enumerate(names)}
     value, gradient, _ = run_batch(graph, columns, len(rows), tuple(names))
-    allowed = BATCH_ULPS.get(name, 0)
+    allowed = BATCH_ULPS.get(name, 4)
     for r, row in enumerate(rows):
         batch = [value[r]] + [gradient[n][r] for n in names]
         for a, b in zip(batch, value_and_gradient(graph, row)):
