@@ -22,6 +22,8 @@ from autodiff_cli.pictures.render import render
 from autodiff_cli.pictures.style import Look
 from autodiff_cli.pictures.steps import forward_steps
 
+from tests.helpers import run_main
+
 ROOT = Path(__file__).parent.parent
 SAMPLES = ROOT / 'samples'
 GOLDEN = Path(__file__).parent / 'golden' / 'views'
@@ -424,10 +426,13 @@ def test_one_step_as_a_png_for_a_slide(tmp_path):
 
 
 @needs_dot
-def test_steps_in_png_and_the_forward_pass(tmp_path):
+@pytest.mark.parametrize('tty', [True, False])
+def test_steps_in_png_and_the_forward_pass(tmp_path, tty):
+    # --format is the frames' format: no picture on stdout, terminal or not
     folder = tmp_path / 's'
-    assert main(['render', '-f', str(SAMPLES / 'product.ad'), '--steps', str(folder),
-                 '--format', 'png', '--forward-steps']) == 0
+    run = run_main(['render', '-f', str(SAMPLES / 'product.ad'), '--steps', str(folder),
+                    '--format', 'png', '--forward-steps'], tty=tty)
+    assert (run.code, run.out, run.err) == (0, '', '')
     names = sorted(os.listdir(folder))
     assert names == ['index.html'] + [f'step-00{k}.png' for k in range(1, 6)]
     page = (folder / 'index.html').read_text()

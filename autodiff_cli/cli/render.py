@@ -304,8 +304,8 @@ def _destination(args, out):
                 known = ' '.join(sorted(EXTENSIONS))
                 raise UsageError(f"cannot tell the format from '{extension}': name the file "
                                  f'with one of {known}, or give --format')
-    if path is None and fmt is None and args.steps is not None:
-        return 'svg', None
+    if path is None and args.steps is not None and (fmt is None or fmt in LAYOUT_FORMATS):
+        return fmt or 'svg', None   # --steps DIR --format png: the frames' format
     fmt = fmt or 'svg'
     if path is None:
         if out.isatty() and fmt in LAYOUT_FORMATS:
