@@ -303,6 +303,33 @@ def test_a_registered_command_runs_through_the_registry(run_cli, monkeypatch):
     assert run_cli('eval', '--times', '21') == (0, 'eval 42\n', '')
 
 
+@pytest.mark.parametrize('argv', [
+    ['check', 'sin(x)*y', 'x=0.3', 'y=2'],
+    ['hessian', 'w1*x1 + w2*x2*x1 + log(1 + exp(-b*w1*w2)) + y*x2^3', 'x1=1.5', 'x2=-0.5',
+     'w1=0.8', 'w2=-0.4', 'b=0.1', 'y=1.3'],
+])
+def test_a_table_too_wide_for_80_columns_shows_records_with_every_digit(run_cli, monkeypatch,
+                                                                         argv):
+    """check's 8 columns and a 6x6 Hessian cannot fit 80 columns with their
+    numbers whole: each row becomes a record (a rule, then header and cell
+    per line), and every number of --format json is there, digit for digit."""
+    monkeypatch.setenv('COLUMNS', '80')
+    code, out, err = run_cli(*argv, '--format', 'table')
+    assert code == 0 and err == ''
+    assert max(len(line) for line in out.splitlines()) <= 80 and '…' not in out
+    code, text, _ = run_cli(*argv, '--format', 'json')
+    data = json.loads(text)
+    if isinstance(data, dict):   # the Hessian
+        numbers = [v for row in data['hessian'] for v in row]
+        names = data['variables']
+        assert [line.split()[0] for line in out.splitlines() if '──' in line] == names
+    else:                        # check: a list of rows
+        numbers = [row[k] for row in data for k in ('ad', 'fd', 'abs_error', 'rel_error')]
+        assert out.count('verdict   pass') == len(data) == 2
+    cells = out.split()
+    assert all(repr(float(n)) in cells for n in numbers)
+
+
 def test_the_nodes_table_at_80_columns_never_cuts_a_number(run_cli, monkeypatch):
     """Numbers keep their digits or are rounded to 7 significant ones, never
     cut with an ellipsis; the expression column folds between terms."""

@@ -255,7 +255,31 @@ def table(columns, rows, title=None, **options):
             made.add_column(Text(header), justify=justify, style=style, overflow='fold')
     for row in rows:
         made.add_row(*[Text(cell) for cell in row])
+    made.cells = ([header for header, _, _ in columns], rows)   # for _as_records
     return made
+
+
+def _as_records(made):
+    """A table too wide for the terminal, one record per row, as `psql -x`
+    shows one: a rule naming the row's first cell, then each other column's
+    header and cell on a line. Numbers keep every digit; long text folds."""
+    from rich.console import Group
+    from rich.rule import Rule
+    from rich.table import Table
+    from rich.text import Text
+    headers, rows = made.cells
+    parts = [made.title] if made.title is not None else []
+    for row in rows:
+        record = Table(show_header=False, box=None, padding=(0, 1, 0, 0))
+        record.add_column(style='bold', no_wrap=True)
+        record.add_column(overflow='fold')
+        for header, cell in zip(headers[1:], row[1:]):
+            record.add_row(Text(header), Text(cell))
+        parts += [Rule(Text(f'{headers[0]} {row[0]}'.strip()), align='left', characters='─'),
+                  record]
+    if made.caption is not None:
+        parts.append(Text(made.caption))
+    return Group(*parts)
 
 
 def rich_text(renderables, stream, colour=False, width=None):
@@ -267,5 +291,14 @@ def rich_text(renderables, stream, colour=False, width=None):
                       no_color=not colour, highlight=False, markup=False, emoji=False)
     with console.capture() as captured:
         for renderable in renderables:
+            if getattr(renderable, 'cells', None) and _too_wide(console, renderable):
+                renderable = _as_records(renderable)
             console.print(renderable)
     return captured.get()
+
+
+def _too_wide(console, made):
+    from rich.measure import Measurement
+    # measured as if the terminal were unbounded: rich clamps to its width
+    return Measurement.get(console, console.options.update_width(1 << 20), made).minimum \
+        > console.width
