@@ -33,16 +33,25 @@ def test_diff_piped_to_eval_prints_grads_number(program, point):
         assert float(value.out) == pytest.approx(grad[f'd_{name}'], rel=1e-12, abs=1e-300)
 
 
-def test_diff_of_a_sample_file_reads_back(tmp_path):
-    grad = _numbers(run_main(['grad', '-f', 'samples/mlp.ad']).out)
-    diff = run_main(['diff', '-f', 'samples/mlp.ad', '--wrt', 'w3'])
-    value = run_main(['eval', '-'], stdin=diff.out.encode())
-    # the defaults are not in the printed text: give them as bindings
-    assert value.code == 2 and "no value for" in value.err
-    point = [f'{n}={v}' for n, v in lower(open('samples/mlp.ad').read()).defaults.items()]
-    value = run_main(['eval', '-', *[p for p in point if p.split('=')[0] in diff.out]],
-                     stdin=diff.out.encode())
-    assert float(value.out) == pytest.approx(grad['d_w3'], rel=1e-12)
+@pytest.mark.parametrize('sample', ['mlp', 'neuron', 'logistic', 'softmax'])
+def test_diff_of_a_sample_file_reads_back_at_its_input_defaults(sample):
+    # The program's `input` declarations are printed again, so with no values
+    # the derivative evaluates where the program does; a value still overrides.
+    path = f'samples/{sample}.ad'
+    defaults = lower(open(path).read()).defaults
+    assert defaults
+    grad = _numbers(run_main(['grad', '-f', path]).out)
+    for name in defaults:
+        diff = run_main(['diff', '-f', path, '--wrt', name])
+        assert diff.out.startswith('input ')
+        value = run_main(['eval', '-'], stdin=diff.out.encode())
+        assert value.code == 0, value.err
+        assert float(value.out) == pytest.approx(grad[f'd_{name}'], rel=1e-12, abs=1e-300)
+    moved = run_main(['eval', '-', 'w1=2'], stdin=run_main(['diff', '-f', path, '--wrt', 'w1'])
+                     .out.encode()) if 'w1' in defaults else None
+    if moved is not None:
+        regrad = _numbers(run_main(['grad', '-f', path, 'w1=2']).out)
+        assert float(moved.out) == pytest.approx(regrad['d_w1'], rel=1e-12, abs=1e-300)
 
 
 def test_diff_usage_errors():

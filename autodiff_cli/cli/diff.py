@@ -70,7 +70,7 @@ def run(args, env):
     else:
         derivative = differentiate(graph, names, with_value=code)
     if args.lang == 'adgrad':
-        text = printers.adgrad_text(derivative, args.order)
+        text = printers.adgrad_text(derivative, args.order, graph.defaults)
     elif args.lang == 'latex':
         text = printers.latex_text(derivative, args.order)
     elif args.lang == 'numpy':

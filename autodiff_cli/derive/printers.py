@@ -425,12 +425,16 @@ def lay_out(derivative, table, number, variable=lambda n: n, reserved=lambda n: 
 
 # ---- the languages ----
 
-def adgrad_text(derivative, order=1):
-    """A program in adgrad's language whose bindings end with the derivatives."""
+def adgrad_text(derivative, order=1, defaults=None):
+    """A program in adgrad's language whose bindings end with the derivatives.
+    `defaults` ({variable: value}, the program's `input` declarations) are
+    declared again, so that the derivative evaluates where the program did."""
     _check_printable(derivative, ADGRAD, 'adgrad')
     labels = [_label(label, order) for label, _ in derivative.results]
     printed = lay_out(derivative, ADGRAD, adgrad_number, labels=labels)
-    lines = [f'{name} = {text}' for name, text in printed.bindings]
+    lines = ['input ' + ', '.join(f'{name} = {adgrad_number(value)[0]}'
+                                  for name, value in defaults.items())] if defaults else []
+    lines += [f'{name} = {text}' for name, text in printed.bindings]
     for label, name, text in printed.results:
         if name is not None:
             lines.append(f'{name} = {text}')
