@@ -113,9 +113,28 @@ def test_several_variables_share_bindings():
     ('log(y - x*x)', 't1 = y - x^2\nd_y = 1/t1\nd_x = -2*(x/t1)'),   # -a - a -> -(2*a)
     ('x*y + x*y*2 + sin(x)*3 - sin(x)', 'd_x = 2*cos(x) + 3*y\nd_y = 3*x'),   # like terms
     ('(y + x) - x + x*x + x', 'd_y = 1\nd_x = 2*x + 1'),             # (s + x) - x -> s
+    ('x*y*2 + 2*y*x', 'd_x = 4*y\nd_y = 4*x'),                       # 2*x*y + 2*y*x -> 4*x*y
+    ('x*y*z*2 - z*y*x*2 + w', 'd_x = 0\nd_y = 0\nd_z = 0\nd_w = 1'),
+    ('x*((2 - x) + 4)', 'd_x = 6 - 2*x'),                             # (2 - s) + 4 -> 6 - s
 ])
+
 def test_simplified_text(source, printed):
     assert adgrad_text(differentiate(lower(source))) == printed + '\n'
+
+
+def test_higher_derivatives_collect_like_terms():
+    # -(4*t) - 2*t -> -6*t, and 2*x*cos(x) + 2*cos(x)*x -> 4*x*cos(x); the
+    # text still evaluates to the derivative (mpmath's diff, 30 digits)
+    import mpmath
+    for order, printed in [(2, 't1 = sin(x)\nd2_x = 2*t1 - x^2*t1 + 4*x*cos(x)\n'),
+                           (4, 't1 = sin(x)\nd4_x = -6*t1 - t1*(6 - x^2) - 8*x*cos(x)\n')]:
+        text = adgrad_text(nth_derivative(lower('x^2*sin(x)'), 'x', order), order)
+        assert text == printed
+        graph = lower(text)
+        got = forward(graph, {'x': 0.7})[graph.output]
+        with mpmath.workdps(30):
+            want = float(mpmath.diff(lambda t: t**2 * mpmath.sin(t), mpmath.mpf('0.7'), order))
+        assert _close(got, want)
 
 
 def test_a_declared_derivative_is_the_one_printed():

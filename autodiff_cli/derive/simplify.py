@@ -96,8 +96,11 @@ def _add(tape, a, b):
 
 
 def _scaled(nodes, x):
-    """(c, y) when x (a node) is c*y with a constant c, else (1, x)."""
+    """(c, y) when x (a node) is c*y with a constant c, or -(c*y), else (1, x)."""
     node = nodes[x]
+    if node.op == 'neg':
+        c, y = _scaled(nodes, node.args[0])   # -(4*t) is -4*t: the rule _mul writes
+        return -c, y
     if node.op == 'mul':
         c = nodes[node.args[0]]
         if c.op == 'const':
@@ -105,44 +108,79 @@ def _scaled(nodes, x):
     return 1.0, x
 
 
+def _factor_pair(nodes, c, x):
+    """(c', {p, q}, (p, q)) when c*x is c'*p*q with a constant c', as _mul
+    writes x*(2*y) (2*x*y) or 2*(x*y); else None. The set compares two
+    products whatever their order."""
+    node = nodes[x]
+    if node.op != 'mul':
+        return None
+    first, second = node.args
+    inner = nodes[first]
+    if inner.op == 'mul' and nodes[inner.args[0]].op == 'const':    # (c'*p)*q
+        p = inner.args[1]
+        return c * nodes[inner.args[0]].value, frozenset((p, second)), (p, second)
+    return c, frozenset((first, second)), (first, second)
+
+
+def _term(nodes, x):
+    """(c, key, rest): x is c times rest, where rest is a node or a pair of
+    factors; equal keys are equal rests, a product's factors in either order."""
+    c, r = _scaled(nodes, x)
+    pair = _factor_pair(nodes, c, r)
+    return pair if pair is not None else (c, r, r)
+
+
+def _times(tape, c, rest):
+    """c*rest, a pair's constant on its first factor: 4*x*y, not 4*(x*y)."""
+    if type(rest) is tuple:
+        return tape.mul(tape.mul(c, rest[0]), rest[1])
+    return tape.mul(c, rest)
+
+
 def _like_terms(tape, a, b, sign):
     """a + sign*b as one product when both are multiples of one node:
-    2*x + x -> 3*x, x - 3*x -> -2*x, and (s + x) + x -> s + 2*x. (Not IEEE
-    exact: the sum of n copies rounds n times, n*x once.)"""
+    2*x + x -> 3*x, x - 3*x -> -2*x, 2*x*y + 2*y*x -> 4*x*y, and
+    (s + x) + x -> s + 2*x. (Not IEEE exact: the sum of n copies rounds n
+    times, n*x once.)"""
     nodes = tape.nodes
-    (ca, ra), (cb, rb) = _scaled(nodes, a), _scaled(nodes, b)
-    if ra == rb:
-        return tape.mul(ca + sign * cb, ra)
+    (ca, ka, rest), (cb, kb, _) = _term(nodes, a), _term(nodes, b)
+    if ka == kb:
+        return _times(tape, ca + sign * cb, rest)
     node = nodes[a]
     if node.op != 'add' and node.op != 'sub':
         return None
     first, second = node.args
     if nodes[second].op != 'const':
-        ct, rt = _scaled(nodes, second)              # (s +- ct*r) + sign*cb*r
-        if rt == rb:
+        ct, kt, rest = _term(nodes, second)          # (s +- ct*r) + sign*cb*r
+        if kt == kb:
             total = (ct if node.op == 'add' else -ct) + sign * cb
             if total == 0.0:
                 return first
-            return tape.add(first, tape.mul(total, rb)) if total > 0 else \
-                tape.sub(first, tape.mul(-total, rb))
+            return tape.add(first, _times(tape, total, rest)) if total > 0 else \
+                tape.sub(first, _times(tape, -total, rest))
     if nodes[first].op != 'const':
-        cf, rf = _scaled(nodes, first)               # (cf*r +- t) + sign*cb*r
-        if rf == rb:
+        cf, kf, rest = _term(nodes, first)           # (cf*r +- t) + sign*cb*r
+        if kf == kb:
             total = cf + sign * cb
             if total == 0.0:
                 return second if node.op == 'add' else tape.neg(second)
-            scaled = tape.mul(total, rb)
+            scaled = _times(tape, total, rest)
             return tape.add(scaled, second) if node.op == 'add' else tape.sub(scaled, second)
     return None
 
 
 def _constants_meet(tape, a, b):
-    """(s +- c1) + b as s + (+-c1 + b) for a constant b: one constant, not two."""
+    """(s +- c1) + b as s + (+-c1 + b), and (c1 - s) + b as (c1 + b) - s,
+    for a constant b: one constant, not two."""
     node = tape.nodes[a]
     if node.op in ('add', 'sub'):
         c = tape.value(node.args[1])
         if c is not None:
             return tape.add(node.args[0], (c if node.op == 'add' else -c) + b)
+        c = tape.value(node.args[0])
+        if c is not None and node.op == 'sub':
+            return tape.sub(c + b, node.args[1])
     return None
 
 
