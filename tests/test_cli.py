@@ -344,3 +344,10 @@ def test_the_nodes_table_at_80_columns_never_cuts_a_number(run_cli, monkeypatch)
     numbers = [cell.strip() for row in rows for cell in row[-3:-1] if cell.strip() not in ('', '-')]
     assert len(numbers) > 30 and all(float(n) == float(n) for n in numbers)
     assert '2.417674e-54' in out   # exp(-y/1000), to 7 digits
+
+
+def test_a_binding_to_a_variable_says_what_a_value_may_be(run_cli):
+    code, out, err = run_cli('grad', 'x^2', 'x=abc')
+    assert (code, out) == (2, '')
+    assert err == ("adgrad: error: in x=: a value must be a number or a constant expression "
+                   "such as pi/4; 'abc' is a variable\n")

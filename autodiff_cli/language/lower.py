@@ -67,7 +67,8 @@ def constant(source):
     graph = lower(source)
     if graph.inputs:
         name = next(iter(graph.inputs))
-        raise AdgradError(f"a value must be a number or a constant expression, not use '{name}'")
+        raise AdgradError("a value must be a number or a constant expression such as pi/4; "
+                          f"'{name}' is a variable")
     return forward(graph, {})[graph.output]
 
 
