@@ -83,8 +83,20 @@ def test_hessian_points(tmp_path):
     points = tmp_path / 'p.csv'
     points.write_text('x,y,label\n3,2,a\n1,-1,b\n')
     out = run_main(['hessian', 'x^2*y', '--points', str(points)]).out.splitlines()
-    assert out == ['x,y,d2_x_x,d2_x_y,d2_y_x,d2_y_y', '3.0,2.0,4.0,6.0,6.0,0.0',
-                   '1.0,-1.0,-2.0,2.0,2.0,0.0']
+    # the row's own columns as they were, as grad --points keeps them
+    assert out == ['x,y,label,d2_x_x,d2_x_y,d2_y_x,d2_y_y', '3,2,a,4.0,6.0,6.0,0.0',
+                   '1,-1,b,-2.0,2.0,2.0,0.0']
+
+
+def test_hessian_points_keep_json_lines_and_refuse_a_clashing_column(tmp_path):
+    points = tmp_path / 'p.jsonl'
+    points.write_text('{"x": 3, "y": 2, "tag": [1, "a"]}\n{"x": 1, "y": -1}\n')
+    out = run_main(['hessian', 'x^2*y', '--points', str(points)]).out.splitlines()
+    assert [json.loads(line) for line in out] == [
+        {'x': 3, 'y': 2, 'tag': [1, 'a'], 'd2_x_x': 4.0, 'd2_x_y': 6.0, 'd2_y_x': 6.0, 'd2_y_y': 0.0},
+        {'x': 1, 'y': -1, 'd2_x_x': -2.0, 'd2_x_y': 2.0, 'd2_y_x': 2.0, 'd2_y_y': 0.0}]
+    clash = run_main(['hessian', 'x^3', '--points', '-'], stdin=b'x,d2_x_x\n1,2\n')
+    assert (clash.code, clash.out) == (2, '') and "column 'd2_x_x'" in clash.err
 
 
 def test_grad_forward_mode_equals_reverse():

@@ -55,7 +55,7 @@ def run(args, env):
     if args.points is None:
         points = [input_values(graph, bindings, env.warn)]
     else:
-        rows = read_points(args.points, env.stdin)
+        _, rows = read_points(args.points, env.stdin)
         points = list(point_inputs(graph, bindings, rows, args.points))
     results = []
     for k, point in enumerate(points, 1):

@@ -9,7 +9,7 @@ from .diff import variables
 from .evaluate import add_input
 from .output import Format, json_number, number
 
-FORMATS = (Format.TABLE, Format.PLAIN, Format.JSON, Format.CSV, Format.TSV)
+FORMATS = (Format.TABLE, Format.PLAIN, Format.JSON, Format.JSONL, Format.CSV, Format.TSV)
 
 EXAMPLES = """examples:
   adgrad hessian 'x^3*y + sin(x*y)' x=0.7 y=-1.3
@@ -26,7 +26,8 @@ def add_arguments(parser, command):
     add_input(parser)
     parser.add_argument('--wrt', metavar='X,Y', help='rows and columns for these variables')
     parser.add_argument('--format', type=Format.parse, choices=FORMATS, default=None,
-                        help='table on a terminal, plain (tab-separated) otherwise; json, csv, tsv')
+                        help='table on a terminal, plain (tab-separated) otherwise; json, jsonl, '
+                             'csv, tsv (with --points: the points file\'s format by default)')
     parser.add_argument('--json', dest='format', action='store_const', const=Format.JSON,
                         help='same as --format json')
     parser.add_argument('--points', metavar='FILE',
@@ -62,7 +63,8 @@ def _json_object(line, where):
         raise ValueError(f'{name} is not JSON')
     try:
         row = json.loads(line, parse_constant=no_constant)
-        json.dumps(row, ensure_ascii=False).encode('utf-8')   # no lone surrogate anywhere
+        json.dumps([row], ensure_ascii=False).encode('utf-8')   # no lone surrogate; one level
+        # more than the row has, as the output's list of rows will
     except RecursionError:
         raise UsageError(f'{where}: not JSON that adgrad reads (nested too deeply)') from None
     except UnicodeEncodeError:
@@ -81,11 +83,13 @@ def _json_object(line, where):
             raise UsageError(f"{where}: '{key[:60]}' is too large for a float64") from None
         if number_ is not None:
             numbers[key] = number_
-    return numbers
+    return row, numbers
 
 
 def read_points(path, stdin):
-    """Rows of {name: float} from CSV, TSV or JSON Lines, read whole."""
+    """(kind, rows) from CSV, TSV or JSON Lines, read whole: kind is Format.CSV,
+    TSV or JSONL, and each row is (cells, numbers): its columns as they were
+    (text, or JSON values) and {name: float} for those that are numbers."""
     import csv
     import io
     import sys
@@ -93,8 +97,8 @@ def read_points(path, stdin):
     name = '<stdin>' if path == '-' else path
     if path.endswith('.jsonl') or text.lstrip().startswith('{'):
         # Lines end at \n alone: JSON text may hold a raw U+2028 or NEL in a string.
-        return [_json_object(line, f'{name}, line {number_}')
-                for number_, line in enumerate(text.split('\n'), 1) if line.strip()]
+        return Format.JSONL, [_json_object(line, f'{name}, line {number_}')
+                              for number_, line in enumerate(text.split('\n'), 1) if line.strip()]
     delimiter = '\t' if path.endswith('.tsv') or '\t' in text.split('\n', 1)[0] else ','
     # Quoting honoured, rows split only at CR, LF or CRLF, fields of any length.
     csv.field_size_limit(sys.maxsize if sys.maxsize < 2 ** 63 else 2 ** 63 - 1)
@@ -110,17 +114,15 @@ def read_points(path, stdin):
         if len(record) != len(header):
             raise UsageError(f'{name}, line {number_}: {len(record)} fields, the header has '
                              f'{len(header)}')
-        row = {}
-        for column, cell in zip(header, record):
-            if _float(cell) is not None:
-                row[column] = _float(cell)
-        rows.append(row)
-    return rows
+        cells = dict(zip(header, record))
+        rows.append((cells, {column: _float(cell) for column, cell in cells.items()
+                             if _float(cell) is not None}))
+    return (Format.CSV if delimiter == ',' else Format.TSV), rows
 
 
 def point_inputs(graph, bindings, rows, path):
     """Each row's inputs: the row's numbers over the bindings over the defaults."""
-    for i, row in enumerate(rows):
+    for i, (_, row) in enumerate(rows):
         inputs = dict(graph.defaults)
         inputs.update({k: v for k, v in bindings.items() if k in graph.inputs})
         inputs.update({k: v for k, v in row.items() if k in graph.inputs})
@@ -142,23 +144,30 @@ def run(args, env):
         matrix = hessian(graph, inputs, names, prepared)
         env.stdout.write(_matrix_text(matrix, names, fmt, env))
         return Exit.OK
+    kind, rows = read_points(args.points, env.stdin)
     if args.format is None:      # CSV in gives CSV out, as batches do
-        suffix = args.points.lower().rsplit('.', 1)[-1]
-        fmt = {'csv': Format.CSV, 'jsonl': Format.JSON}.get(suffix, Format.TSV)
-    elif fmt == Format.TABLE:
-        fmt = Format.CSV
-    rows = read_points(args.points, env.stdin)
+        fmt = kind
+    elif fmt in (Format.TABLE, Format.PLAIN):
+        fmt = Format.TSV if fmt == Format.PLAIN else Format.CSV
     columns = [f'd2_{a}_{b}' for a in names for b in names]
+    header = list(dict.fromkeys(key for cells, _ in rows for key in cells))
+    clash = [c for c in columns if c in header]
+    if clash:
+        where = '<stdin>' if args.points == '-' else args.points
+        raise UsageError(f"{where} has a column '{clash[0]}', which the output adds; rename it")
     results = []
-    for row, inputs in zip(rows, list(point_inputs(graph, bindings, rows, args.points))):
+    for (cells, numbers), inputs in zip(rows, list(point_inputs(graph, bindings, rows,
+                                                                args.points))):
         matrix = hessian(graph, inputs, names, prepared)
-        results.append((row, [v for line in matrix for v in line]))
-    env.stdout.write(_rows_text(results, columns, fmt))
+        if kind != Format.JSONL and fmt in (Format.JSON, Format.JSONL):
+            cells = {**cells, **{k: json_number(v) for k, v in numbers.items()}}  # "1" -> 1.0
+        results.append((cells, [v for line in matrix for v in line]))
+    env.stdout.write(_rows_text(results, header, columns, fmt))
     return Exit.OK
 
 
 def _matrix_text(matrix, names, fmt, env):
-    if fmt == Format.JSON:
+    if fmt in (Format.JSON, Format.JSONL):   # one object, on one line either way
         import json
         return json.dumps({'variables': names,
                            'hessian': [[json_number(v) for v in row] for row in matrix]},
@@ -176,15 +185,30 @@ def _matrix_text(matrix, names, fmt, env):
     return '\n'.join(lines) + '\n'
 
 
-def _rows_text(results, columns, fmt):
+def _rows_text(results, header, columns, fmt):
+    """Each point's row: its own columns as they were, then the Hessian's."""
     import json
-    if fmt == Format.JSON:
-        return json.dumps([{**{k: json_number(v) for k, v in row.items()},
-                            **dict(zip(columns, map(json_number, values)))}
-                           for row, values in results], ensure_ascii=False) + '\n'
-    header = list(results[0][0]) if results else []
-    delimiter = ',' if fmt == Format.CSV else '\t'
-    lines = [delimiter.join(header + columns)]
-    lines += [delimiter.join([number(row[h]) if h in row else '' for h in header]
-                             + [number(v) for v in values]) for row, values in results]
-    return '\n'.join(lines) + '\n'
+    if fmt in (Format.JSON, Format.JSONL):
+        objects = [{**cells, **dict(zip(columns, map(json_number, values)))}
+                   for cells, values in results]
+        if fmt == Format.JSON:
+            return json.dumps(objects, ensure_ascii=False) + '\n'
+        return ''.join(json.dumps(o, ensure_ascii=False) + '\n' for o in objects)
+    import csv
+    import io
+    text = io.StringIO()
+    writer = csv.writer(text, delimiter=',' if fmt == Format.CSV else '\t', lineterminator='\n')
+    writer.writerow(header + columns)
+    writer.writerows([_cell(cells.get(h)) for h in header] + [number(v) for v in values]
+                     for cells, values in results)
+    return text.getvalue()
+
+
+def _cell(value):
+    """A cell of the input, as text: CSV's as it was, a JSON value as JSON writes it."""
+    import json
+    if value is None:
+        return ''
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
