@@ -167,3 +167,10 @@ def test_check_json_is_strict():
     out = json.loads(run_main(['check', 'log(x)', 'x=0', '--json']).out)
     assert out[0]['verdict'] == 'warn' and out[0]['ad'] == 'inf'
     assert not math.isnan(out[0]['point'])
+
+
+def test_hessian_points_at_the_missing_variable():
+    run = run_main(['hessian', 'x*q', 'x=1'])
+    assert (run.code, run.out) == (2, '')
+    assert run.err == ("adgrad: error: no value for 'q': give it as q=VALUE (column 3)\n"
+                       '  x*q\n    ^\n')

@@ -133,6 +133,7 @@ def point_inputs(graph, bindings, rows, path):
 
 
 def run(args, env):
+    from ..core.passes import require_inputs
     from ..derive.hessian import gradient_graph, hessian
 
     fmt = args.format or (Format.TABLE if env.stdout_isatty else Format.PLAIN)
@@ -141,6 +142,7 @@ def run(args, env):
     prepared = gradient_graph(graph, names)
     if args.points is None:
         inputs = input_values(graph, bindings, env.warn)
+        require_inputs(graph, inputs)   # pointing into the program, not the gradient's graph
         matrix = hessian(graph, inputs, names, prepared)
         env.stdout.write(_matrix_text(matrix, names, fmt, env))
         return Exit.OK

@@ -20,11 +20,7 @@ def forward(graph, inputs, algebra=NUMBERS):
     its inf or nan, which torch and JAX leak into gradients, never exists.
     Over arrays both branches run, and backward() masks the one not taken.
     """
-    missing = [name for name in graph.inputs if name not in inputs]
-    if missing:
-        node = graph.nodes[graph.inputs[missing[0]]]
-        raise AdgradError(f"no value for '{missing[0]}': give it as {missing[0]}=VALUE",
-                          graph.source, node.span[0] if node.span else None)
+    require_inputs(graph, inputs)
     values = [0.0] * len(graph.nodes)
     functions = {name: getattr(algebra, name) for name in PRIMITIVES}
     if graph.branches and algebra is NUMBERS:
@@ -43,6 +39,15 @@ def forward(graph, inputs, algebra=NUMBERS):
         else:
             values[i] = functions[op](*[values[j] for j in args])
     return values
+
+
+def require_inputs(graph, inputs):
+    """An error pointing at the first variable that `inputs` gives no value."""
+    missing = [name for name in graph.inputs if name not in inputs]
+    if missing:
+        node = graph.nodes[graph.inputs[missing[0]]]
+        raise AdgradError(f"no value for '{missing[0]}': give it as {missing[0]}=VALUE",
+                          graph.source, node.span[0] if node.span else None)
 
 
 def _forward_taking_branches(graph, inputs, values, functions):
