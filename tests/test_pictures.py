@@ -554,3 +554,14 @@ def test_block_calls_are_named_as_the_program_calls_them():
     graph = lower('input x = 1\nh(a) = a + 1\ng(b) = h(b)*2\nz = g(x) + h(x)')
     assert 'h#1' not in call_sites(graph) and 'g#1' in call_sites(graph)   # h called inside g
 
+
+
+@needs_dot
+def test_a_picture_taller_or_wider_than_slides_suggests_collapsing_blocks(tmp_path):
+    tall = run_main(['render', '-f', str(SAMPLES / 'deep.ad'), '-o', str(tmp_path / 'd.svg')])
+    assert tall.code == 0 and 'inches tall' in tall.err and '--collapse blocks' in tall.err
+    wide = run_main(['render', '-f', str(SAMPLES / 'mlp.ad'), '-o', str(tmp_path / 'm.svg')])
+    assert wide.code == 0 and 'wider than a slide' in wide.err
+    fits = run_main(['render', '-f', str(SAMPLES / 'deep.ad'), '--collapse', 'blocks',
+                     '-o', str(tmp_path / 'c.svg')])
+    assert (fits.code, fits.err) == (0, '')

@@ -254,7 +254,7 @@ def _fitted(draw, look, rankdir, max_nodes):
 def _check_viewable(data, fmt, crisp=True, has_blocks=False, warn=None, turned=False):
     """Refuse a picture no viewer can show; say how to make a too-wide one fit a slide."""
     from ..pictures.layout import picture_size, unviewable
-    from ..pictures.style import SLIDE_WIDTH
+    from ..pictures.style import SLIDE_HEIGHT, SLIDE_WIDTH
     dpi = int(PNG_DPI) if fmt == 'png' and crisp else 96 if fmt != 'png' else 72
     size = picture_size(data, fmt, dpi)
     why = unviewable(size, dpi)
@@ -265,6 +265,10 @@ def _check_viewable(data, fmt, crisp=True, has_blocks=False, warn=None, turned=F
                          'to lay it out yourself')
     if warn is not None and size is not None and has_blocks and size[0] > SLIDE_WIDTH:
         warn(f'the picture is {size[0]:.0f} inches wide, wider than a slide: '
+             '--collapse blocks draws each block call as one node')
+    elif warn is not None and size is not None and has_blocks and \
+            size[1] > TALLEST * SLIDE_HEIGHT:
+        warn(f'the picture is {size[1]:.0f} inches tall, {size[1] / SLIDE_HEIGHT:.0f} slides: '
              '--collapse blocks draws each block call as one node')
 
 
