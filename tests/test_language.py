@@ -347,3 +347,19 @@ def test_stored_bodies_count_toward_the_graph_s_limit(monkeypatch):
     monkeypatch.setattr(lowering, 'MAX_NODES', 61)
     with pytest.raises(AdgradError, match='more than 61 nodes'):
         lower(source)
+
+
+@pytest.mark.parametrize('source, message, column', [
+    ('x + (y', "unexpected end of input: the '(' at column 5 is not closed", 6),
+    ('sin(x*(y + 1)', "unexpected end of input: the '(' at column 4 is not closed", 13),
+    # a '(' in a comment is no parenthesis; the error names the line of the open one
+    ('# (note\ny = (x + 1\n', "unexpected end of input: the '(' at line 2, column 5 is not closed",
+     18),
+    # 100,000 deep: the innermost '(' is named (and nothing recursed)
+    ('x + (' * 100_000 + 'x', f"unexpected end of input: the '(' at column {500_000} is not "
+     'closed', 500_001),
+])
+def test_an_unclosed_parenthesis_is_named(source, message, column):
+    with pytest.raises(AdgradError) as caught:
+        lower(source)
+    assert str(caught.value).startswith(message) and caught.value.pos == column

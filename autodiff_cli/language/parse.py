@@ -379,6 +379,35 @@ def _syntax_error(parser, text, error):
         found = 'end of input'
     else:
         found = 'end of line' if kind == '_NEWLINE' else repr(value)
+    if kind in ('$END', '_NEWLINE') and any(parser.strings.get(t) == ')' for t in error.expected):
+        opened = _unclosed(text, error.pos)
+        if opened is not None:
+            return AdgradError(f"unexpected {found}: the '(' at {_where(text, opened)} is not "
+                               'closed', text, pos)
     expected = sorted({_describe_terminal(parser, t) for t in error.expected if t != '_NEWLINE'})
     hint = f'; expected {", ".join(expected)}' if 0 < len(expected) <= 6 else ''
     return AdgradError(f'unexpected {found}{hint}', text, pos)
+
+
+def _unclosed(text, end):
+    """Where the innermost '(' still open before `end` is, skipping comments; or None."""
+    opened, i = [], 0
+    while i < end:
+        c = text[i]
+        if c == '#':
+            newline = text.find('\n', i)
+            i = end if newline < 0 else newline
+            continue
+        if c == '(':
+            opened.append(i)
+        elif c == ')' and opened:
+            opened.pop()
+        i += 1
+    return opened[-1] if opened else None
+
+
+def _where(text, pos):
+    line = text.count('\n', 0, pos)
+    column = pos - (text.rfind('\n', 0, pos) + 1) + 1
+    return f'line {line + 1}, column {column}' if '\n' in text.rstrip() else f'column {column}'
+
