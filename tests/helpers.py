@@ -5,6 +5,7 @@
 (central differences, mpmath, PyTorch, batches, recorded gradients).
 """
 
+import contextlib
 import io
 import math
 import sys
@@ -118,6 +119,36 @@ class _Stream(io.TextIOWrapper):
     def text(self):
         self.flush()
         return self.buffer.getvalue().decode(self.encoding, 'replace')
+
+
+@contextlib.contextmanager
+def numpy_kernels():
+    """The scalar path (NUMBERS: one branch of an `if` taken, the other never
+    run) with every primitive computed by its array form on a one-row array:
+    a single point as a batch row computes it, libm aside. NumPy's kernels
+    can be an ulp from C's (its tanh; most functions on AVX-512 CPUs), which
+    a program can grow without bound, so a batch row is compared with this."""
+    import numpy as np
+
+    from autodiff_cli.core.batch import _arrays
+    from autodiff_cli.core.primitives import NUMBERS, PRIMITIVES
+    _, arrays = _arrays()
+
+    def at_a_point(function):
+        def call(*args):
+            return float(np.asarray(function(*(np.array([a], dtype=np.float64) for a in args)))
+                         .reshape(-1)[0])
+        return call
+
+    saved = vars(NUMBERS).copy()
+    try:
+        for name in PRIMITIVES:
+            if name not in ('if', 'branches'):   # the scalar control flow stays
+                setattr(NUMBERS, name, at_a_point(getattr(arrays, name)))
+        with np.errstate(all='ignore'):
+            yield
+    finally:
+        vars(NUMBERS).update(saved)
 
 
 def run_main(argv, stdin=b'', tty=False, encoding='utf-8'):

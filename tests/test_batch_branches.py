@@ -11,7 +11,6 @@ property of masking, not of libm. It fails wherever the array backward lets
 a masked 0 meet a nan.
 """
 
-import contextlib
 import math
 import random
 
@@ -22,11 +21,10 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from autodiff_cli import backward, forward, lower
 from autodiff_cli.core.batch import _arrays, run_batch
 from autodiff_cli.core.passes import executed
-from autodiff_cli.core.primitives import NUMBERS, PRIMITIVES
 from autodiff_cli.errors import AdgradError
 
 from tests.fuzz import gen
-from tests.helpers import run_main
+from tests.helpers import numpy_kernels, run_main
 
 REPRO = 't0 = z ^ z; if(if(z ^ t0, z*t0, t0*t0), 1e-3, -z * z ^ t0)'
 
@@ -47,26 +45,6 @@ def row_of(x, r):
     return x if np.ndim(x) == 0 else x[r]
 
 
-@contextlib.contextmanager
-def numpy_kernels(np, arrays):
-    """The scalar path (NUMBERS: one branch taken, the other never run) with
-    every primitive computed by its array form on a one-row array."""
-    def at_a_point(function):
-        def call(*args):
-            return float(np.asarray(function(*(np.array([a], dtype=np.float64) for a in args)))
-                         .reshape(-1)[0])
-        return call
-
-    saved = vars(NUMBERS).copy()
-    try:
-        for name in PRIMITIVES:
-            if name not in ('if', 'branches'):   # the scalar control flow stays
-                setattr(NUMBERS, name, at_a_point(getattr(arrays, name)))
-        yield
-    finally:
-        vars(NUMBERS).update(saved)
-
-
 def mismatches(graph, points):
     """Where the batch of `points` ([{name: float}]) differs from each point run
     alone: [(row, what, single, batch)] over the output's value, the value of
@@ -80,7 +58,7 @@ def mismatches(graph, points):
         value, gradient, _ = run_batch(graph, columns, len(points), wrt=names)
     found = []
     for r, point in enumerate(points):
-        with numpy_kernels(np, arrays), np.errstate(all='ignore'):
+        with numpy_kernels():
             values = forward(graph, point)
             grads = backward(graph, values)
         ran = executed(graph, values)

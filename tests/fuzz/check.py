@@ -6,7 +6,9 @@
 - for a numbers case: the single point, its row of a batch, and the program
   with its blocks inlined give the same value and gradient (a gradient that is
   non-finite on either side of the inlined comparison is not compared: sharing
-  against duplication may meet 0*inf differently, as in PyTorch).
+  against duplication may meet 0*inf differently, as in PyTorch; a batch row
+  may differ where the single point computed with NumPy's kernels agrees
+  with it, as the README's "A batch row and a single point" says).
 """
 
 import json
@@ -104,5 +106,25 @@ def _disagreements(case, runs):
                 # finite on both sides, are still compared strictly.
                 continue
             if not same(a, b, rel=1e-9, abs_=1e-9):
+                if name == 'batch row' and _as_numpy_computes(case, key, b):
+                    continue
                 wrong.append(f'wrong numbers: {name} gives {key} = {b!r}, the single point {a!r}')
     return wrong
+
+
+def _as_numpy_computes(case, key, got):
+    """Whether the single point, computed with NumPy's kernels instead of C's
+    libm (helpers.numpy_kernels), gives the batch row's number: then the two
+    differ by an ulp of a kernel that the program grew (sinh(z) - z at
+    z = 1e-8 is 0 with NumPy's sinh on AVX-512, 1.6e-24 with C's), which the
+    README says, not by a wrong derivative or a masking bug."""
+    from autodiff_cli import backward, forward, lower
+    from tests.helpers import numpy_kernels
+    graph = lower(case['files']['prog.ad'].decode())
+    row = json.loads(case['files']['p.jsonl'].decode().splitlines()[case['row']])
+    point = {name: float(value) for name, value in row.items()}
+    with numpy_kernels():
+        values = forward(graph, point)
+        grads = backward(graph, values)
+    want = values[graph.output] if key == 'value' else grads[graph.inputs[key]]
+    return same(float(want), got, rel=1e-9, abs_=1e-9)
