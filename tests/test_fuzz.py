@@ -100,7 +100,8 @@ def test_the_inlining_oracle_skips_only_non_finite_gradients():
 
     # the program and point behind the runs (the oracle recomputes a differing batch row)
     case = {'kind': 'numbers', 'row': 0,
-            'files': {'prog.ad': b'sqrt(x) + z', 'p.jsonl': b'{"x": 0, "z": 1}\n'}}
+            'files': {'prog.ad': b'sqrt(x) + z', 'inlined.ad': b'sqrt(x) + z',
+                      'p.jsonl': b'{"x": 0, "z": 1}\n'}}
     assert problems(case, runs(1.0, {'x': 'inf', 'z': 2.0}, 1.0, {'x': 'nan', 'z': 2.0})) == []
     assert problems(case, runs(1.0, {'x': 3.0}, 1.0, {'x': '-inf'})) == []
     assert problems(case, runs(1.0, {'x': 3.0, 'z': 2.0}, 1.0, {'x': 'nan', 'z': 2.5})) == [
@@ -139,3 +140,26 @@ def test_a_batch_row_may_differ_where_numpys_kernels_agree_with_it():
     assert problems(case, [single, batch(numpy_value, numpy_grad), inlined]) == []
     assert problems(case, [single, batch(3.5, numpy_grad), inlined]) == [
         'wrong numbers: batch row gives value = 3.5, the single point 2.5']
+
+
+def test_the_inlined_gradient_may_differ_by_the_rounding_of_terms_that_cancel():
+    """f(p) = p/p shares its argument: the point's terms cancel exactly, to
+    -0.0, where the inlined copy computes the argument twice and its terms of
+    1e8 leave 6.9e-9 (campaign seed 20261208, case 78860). Within n·ε·Σ|term|
+    that is no wrong number; a gradient off by more still is."""
+    import json
+    from tests.fuzz.check import problems
+    from tests.helpers import Run
+    case = {'kind': 'numbers', 'row': 0,
+            'files': {'prog.ad': b'f2(p) = p / p\nf2(atan2(0.5, z) / z)\n',
+                      'inlined.ad': b'atan2(0.5, z) / z / (atan2(0.5, z) / z)\n',
+                      'p.jsonl': b'{"z": 1e-08}\n'}}
+
+    def runs(inlined_gradient):
+        single = Run(0, json.dumps({'value': 1.0, 'gradient': {'z': -0.0}}), '')
+        batch = Run(0, json.dumps({'value': 1.0, 'd_z': -0.0}) + '\n', '')
+        inlined = Run(0, json.dumps({'value': 1.0, 'gradient': {'z': inlined_gradient}}), '')
+        return [single, batch, inlined]
+    assert problems(case, runs(6.929310680803269e-09)) == []
+    assert problems(case, runs(1e-3)) == [
+        'wrong numbers: inlined program gives z = 0.001, the single point -0.0']
