@@ -34,13 +34,15 @@ import workloads  # noqa: E402
 # Sizes of the full run, and of --quick (which only shows the harness works).
 FULL = dict(startup_runs=31, runs=5, large_terms=100_000, large_depth=100_000, chain_depth=10_000,
             torch_ops=100_000, torch_runs=7, linear_small=10_000, linear_large=100_000,
-            linear_reps=5, memory_tokens=1_000_000, memory_runs=3, batch_rows=1_000_000)
+            linear_reps=5, memory_tokens=1_000_000, memory_runs=3, batch_rows=1_000_000,
+            statements=80_000)
 QUICK = dict(startup_runs=3, runs=1, large_terms=500, large_depth=1000, chain_depth=100,
              torch_ops=1000, torch_runs=1, linear_small=100, linear_large=1000,
-             linear_reps=1, memory_tokens=10_000, memory_runs=1, batch_rows=1000)
+             linear_reps=1, memory_tokens=10_000, memory_runs=1, batch_rows=1000,
+             statements=800)
 
 FIGURES = ('startup', 'large', 'torch', 'linearity', 'gradient', 'parse', 'derive', 'batch',
-           'memory', 'dask', 'pipe')
+           'memory', 'scale', 'dask', 'pipe')
 
 
 class Figure:
@@ -201,8 +203,13 @@ class Bench:
                     return
 
         row(r'diff of a (\d+)-op expression: ([\d.]+) s .*printed size ([\d.]+)x',
-            'derivatives (issue 9): `adgrad diff` of a large expression, whole process',
-            lambda n, s, size: f'{n:,.0f} ops: {s:.2f} s, printed size {size:.2f}× the input',
+            'derivatives (issue 9): `adgrad diff` of a large sum of products, whole process',
+            lambda n, s, size: f'{n:,.0f} ops: {s:.2f} s, printed size {size:.3g}× the input',
+            '≤ 3 s, ≤ 6×', lambda n, s, size: s <= 3 and size <= 6)
+        row(r'diff of a (\d+)-op nesting: ([\d.]+) s .*printed size ([\d.]+)x',
+            'derivatives (issue 9): `adgrad diff` of a deep nesting (sin cos tanh sigmoid), '
+            'whole process',
+            lambda n, s, size: f'{n:,.0f} ops: {s:.2f} s, printed size {size:.3g}× the input',
             '≤ 3 s, ≤ 6×', lambda n, s, size: s <= 3 and size <= 6)
         row(r'size ratio ([\d.]+) for (\d+)x the depth',
             'derivatives (issue 9): `diff` of e = sin(e) + x*e, size against depth',
@@ -349,6 +356,72 @@ class Bench:
             f'`{self.reproduce("sum_of_products", terms)}; adgrad grad -f '
             f'sum_of_products-{terms}.ad`: the largest maximum resident set size of '
             f'{len(times)} run(s).')]
+
+    def scale(self):
+        """Issue 13's figures at a million tokens, its --nodes cost, and issue
+        12's programs of many statements: whole `adgrad grad` processes."""
+        s = self.sizes
+        rows = []
+        terms = (s['memory_tokens'] + 1) // 4
+        t, peak, _, times = self.grad_file('sum_of_products', terms, s['memory_runs'])
+        tokens = workloads.tokens('sum_of_products', terms)
+        rows.append(Figure(
+            f'a million tokens (issue 13): {tokens:,}-token sum of products, whole `adgrad grad`',
+            f'{seconds(t)}, peak {peak:.0f} MB', '≤ 1.0 s, ≤ 200 MB',
+            verdict(t <= 1.0 and peak <= 200),
+            f'`{self.reproduce("sum_of_products", terms)}; adgrad grad -f '
+            f'sum_of_products-{terms}.ad`: median of {", ".join(f"{x:.2f}" for x in times)} s.'))
+        small = terms // 10
+        t10, _, _, times10 = self.grad_file('sum_of_products', small, s['runs'])
+        rows.append(Figure(
+            f'linearity (issue 13): whole `adgrad grad`, {tokens:,} ÷ '
+            f'{workloads.tokens("sum_of_products", small):,} tokens, sum of products',
+            f'{t / t10:.1f} ({seconds(t)} ÷ {seconds(t10)})', '≤ 11', verdict(t / t10 <= 11),
+            f'medians, the same files as the row above and `{self.reproduce("sum_of_products", small)}`'
+            f' (median of {", ".join(f"{x:.2f}" for x in times10)} s).'))
+        depth = s['memory_tokens'] // 3
+        tc, pc, _, timesc = self.grad_file('block_chain', depth, s['memory_runs'])
+        rows.append(Figure(
+            f'a million tokens (issue 13): {workloads.tokens("block_chain", depth):,}-token chain '
+            'of a block, whole `adgrad grad`',
+            f'{seconds(tc)}, peak {pc:.0f} MB', '≤ 1.5 s', verdict(tc <= 1.5),
+            f'`{self.reproduce("block_chain", depth)}; adgrad grad -f block_chain-{depth}.ad`: '
+            f'{workloads.operations("block_chain", depth):,} operations (and two constants a '
+            f'call); median of {", ".join(f"{x:.2f}" for x in timesc)} s.'))
+        rows.append(self._nodes_cost())
+        for name in ('bindings', 'semicolons'):
+            n = s['statements']
+            tb, pb, _, timesb = self.grad_file(name, n, s['runs'])
+            what = 'binding lines' if name == 'bindings' else "';' in a row"
+            rows.append(Figure(
+                f'many statements (issue 12): {n:,} {what}, whole `adgrad grad`',
+                f'{seconds(tb)}, peak {pb:.0f} MB', '≤ 1 s', verdict(tb <= 1),
+                f'`{self.reproduce(name, n)}; adgrad grad -f {name}-{n}.ad`: median of '
+                f'{", ".join(f"{x:.2f}" for x in timesb)} s.'))
+        return rows
+
+    def _nodes_cost(self):
+        """--nodes's extra time per node: `grad --nodes --format plain` against
+        `grad`, on the same nesting file, alternating."""
+        s = self.sizes
+        size = s['large_depth']
+        path = self.file('nesting', size)
+        plain = self.adgrad + ['grad', '-f', str(path), '--format', 'plain']
+        nodes = plain + ['--nodes']
+        without, with_nodes = [], []
+        for _ in range(s['runs']):
+            without.append(run_process(plain, self.dir / 'out.txt')[0])
+            with_nodes.append(run_process(nodes, self.dir / 'nodes.txt')[0])
+        count = sum(1 for line in open(self.dir / 'nodes.txt') if line.startswith('node\t'))
+        per = (median(with_nodes) - median(without)) / count * 1e6
+        return Figure(
+            f'--nodes (issue 13): extra cost per node, {count:,}-node nesting',
+            f'{per:.2f} µs per node ({seconds(median(with_nodes))} ÷ '
+            f'{seconds(median(without))} whole process)', '≤ 2 µs', verdict(per <= 2),
+            f'`adgrad grad -f nesting-{size}.ad --format plain --nodes` against the same '
+            f'without --nodes, alternating, {s["runs"]} runs each: medians '
+            f'{seconds(median(with_nodes))} and {seconds(median(without))}, the difference '
+            'divided by the node lines printed.')
 
     # ---- batches: benchmarks/batches.py ----
 
