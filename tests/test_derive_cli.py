@@ -174,3 +174,13 @@ def test_hessian_points_at_the_missing_variable():
     assert (run.code, run.out) == (2, '')
     assert run.err == ("adgrad: error: no value for 'q': give it as q=VALUE (column 3)\n"
                        '  x*q\n    ^\n')
+
+
+def test_hessian_points_as_a_table(tmp_path):
+    points = tmp_path / 'p.csv'
+    points.write_text('x,y,label\n3,2,a\n')
+    run = run_main(['hessian', 'x^2*y', '--points', str(points), '--format', 'table'])
+    assert run.code == 0
+    rows = [[c.strip() for c in line.split('│')[1:-1]] for line in run.out.splitlines()
+            if line.startswith('│')]
+    assert rows == [['3', '2', 'a', '4.0', '6.0', '6.0', '0.0']]

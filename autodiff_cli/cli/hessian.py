@@ -149,8 +149,8 @@ def run(args, env):
     kind, rows = read_points(args.points, env.stdin)
     if args.format is None:      # CSV in gives CSV out, as batches do
         fmt = kind
-    elif fmt in (Format.TABLE, Format.PLAIN):
-        fmt = Format.TSV if fmt == Format.PLAIN else Format.CSV
+    elif fmt == Format.PLAIN:
+        fmt = Format.TSV
     columns = [f'd2_{a}_{b}' for a in names for b in names]
     header = list(dict.fromkeys(key for cells, _ in rows for key in cells))
     clash = [c for c in columns if c in header]
@@ -164,7 +164,7 @@ def run(args, env):
         if kind != Format.JSONL and fmt in (Format.JSON, Format.JSONL):
             cells = {**cells, **{k: json_number(v) for k, v in numbers.items()}}  # "1" -> 1.0
         results.append((cells, [v for line in matrix for v in line]))
-    env.stdout.write(_rows_text(results, header, columns, fmt))
+    env.stdout.write(_rows_text(results, header, columns, fmt, env))
     return Exit.OK
 
 
@@ -187,9 +187,15 @@ def _matrix_text(matrix, names, fmt, env):
     return '\n'.join(lines) + '\n'
 
 
-def _rows_text(results, header, columns, fmt):
+def _rows_text(results, header, columns, fmt, env):
     """Each point's row: its own columns as they were, then the Hessian's."""
     import json
+    if fmt == Format.TABLE:
+        from .output import rich_text, table
+        rows = [[_cell(cells.get(h)) for h in header] + [number(v) for v in values]
+                for cells, values in results]
+        return rich_text([table([(h, 'right', None) for h in header + columns], rows)],
+                         env.stdout, colour=env.colour)
     if fmt in (Format.JSON, Format.JSONL):
         objects = [{**cells, **dict(zip(columns, map(json_number, values)))}
                    for cells, values in results]
