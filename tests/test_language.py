@@ -355,6 +355,9 @@ def test_stored_bodies_count_toward_the_graph_s_limit(monkeypatch):
     # a '(' in a comment is no parenthesis; the error names the line of the open one
     ('# (note\ny = (x + 1\n', "unexpected end of input: the '(' at line 2, column 5 is not closed",
      18),
+    # a new line inside parentheses is no token: the next statement meets it
+    ('a = (x + 1\n# (comment\nb = a*2\n', "unexpected 'b': the '(' at line 1, column 5 is not "
+     'closed', 22),
     # 100,000 deep: the innermost '(' is named (and nothing recursed)
     ('x + (' * 100_000 + 'x', f"unexpected end of input: the '(' at column {500_000} is not "
      'closed', 500_001),

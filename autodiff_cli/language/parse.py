@@ -379,9 +379,12 @@ def _syntax_error(parser, text, error):
         found = 'end of input'
     else:
         found = 'end of line' if kind == '_NEWLINE' else repr(value)
-    if kind in ('$END', '_NEWLINE') and any(parser.strings.get(t) == ')' for t in error.expected):
+    if any(parser.strings.get(t) == ')' for t in error.expected):
+        # At the end, or on a later line than the '(' (a new line inside
+        # parentheses is no token, so the next statement is what meets it).
         opened = _unclosed(text, error.pos)
-        if opened is not None:
+        if opened is not None and (kind in ('$END', '_NEWLINE')
+                                   or '\n' in text[opened:error.pos]):
             return AdgradError(f"unexpected {found}: the '(' at {_where(text, opened)} is not "
                                'closed', text, pos)
     expected = sorted({_describe_terminal(parser, t) for t in error.expected if t != '_NEWLINE'})
