@@ -351,3 +351,15 @@ def test_a_binding_to_a_variable_says_what_a_value_may_be(run_cli):
     assert (code, out) == (2, '')
     assert err == ("adgrad: error: in x=: a value must be a number or a constant expression "
                    "such as pi/4; 'abc' is a variable\n")
+
+
+def test_a_name_and_value_list_too_narrow_puts_each_value_below_its_name(run_cli, monkeypatch):
+    monkeypatch.setenv('COLUMNS', '30')
+    code, out, err = run_cli('grad', 'sin(x)*cos(y)*exp(x) + x*y*log(y)', 'x=1', 'y=2',
+                             '--format', 'table')
+    _, plain, _ = run_cli('grad', 'sin(x)*cos(y)*exp(x) + x*y*log(y)', 'x=1', 'y=2',
+                          '--format', 'plain')
+    assert code == 0 and max(len(line) for line in out.splitlines()) <= 30
+    numbers = [line.split('\t')[1] for line in plain.splitlines()]
+    lines = [line.strip() for line in out.splitlines()]
+    assert [lines[lines.index(name) + 1] for name in ('value', '∂f/∂x', '∂f/∂y')] == numbers

@@ -555,7 +555,6 @@ def test_block_calls_are_named_as_the_program_calls_them():
     assert 'h#1' not in call_sites(graph) and 'g#1' in call_sites(graph)   # h called inside g
 
 
-
 @needs_dot
 def test_a_picture_taller_or_wider_than_slides_suggests_collapsing_blocks(tmp_path):
     tall = run_main(['render', '-f', str(SAMPLES / 'deep.ad'), '-o', str(tmp_path / 'd.svg')])

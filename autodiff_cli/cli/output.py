@@ -269,6 +269,12 @@ def _as_records(made):
     from rich.text import Text
     headers, rows = made.cells
     parts = [made.title] if made.title is not None else []
+    if not made.show_header:     # a list of name and value: the value below its name
+        from rich.padding import Padding
+        for row in rows:
+            parts += [Text(row[0], style='bold', overflow='fold'),
+                      Padding(Text('  '.join(row[1:]), overflow='fold'), (0, 0, 0, 2))]
+        return Group(*parts)
     for row in rows:
         record = Table(show_header=False, box=None, padding=(0, 1, 0, 0))
         record.add_column(style='bold', no_wrap=True)

@@ -9,6 +9,7 @@ render leaves no partial file and never damages an existing one.
 
 import argparse
 import io
+import math
 import os
 import re
 import stat
@@ -268,7 +269,8 @@ def _check_viewable(data, fmt, crisp=True, has_blocks=False, warn=None, turned=F
              '--collapse blocks draws each block call as one node')
     elif warn is not None and size is not None and has_blocks and \
             size[1] > TALLEST * SLIDE_HEIGHT:
-        warn(f'the picture is {size[1]:.0f} inches tall, {size[1] / SLIDE_HEIGHT:.0f} slides: '
+        warn(f'the picture is {size[1]:.0f} inches tall, {math.ceil(size[1] / SLIDE_HEIGHT)} '
+             'slides: '
              '--collapse blocks draws each block call as one node')
 
 
