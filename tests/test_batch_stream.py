@@ -134,8 +134,10 @@ def test_every_row_equals_its_single_point(tmp_path, tiny_chunks):
     run = run_main(['grad', expr, '--points', path])
     rows = list(csv.DictReader(io.StringIO(run.out, newline='')))
     assert run.code == 0 and len(rows) == 44
+
     def same(text, number):
-        # NumPy's pow is 1-2 ulps from C's on CPUs with AVX-512 (README, "Batches")
+        # NumPy's pow is 1-2 ulps from C's on CPUs with AVX-512 (README, "A batch row
+        # and a single point"); tests/test_batch_branches.py holds rows to the bit
         got = float(text)
         return got == number or math.isnan(got) and math.isnan(number) or \
             math.isfinite(number) and math.isclose(got, number, rel_tol=1e-14)

@@ -117,7 +117,6 @@ def test_several_variables_share_bindings():
     ('x*y*z*2 - z*y*x*2 + w', 'd_x = 0\nd_y = 0\nd_z = 0\nd_w = 1'),
     ('x*((2 - x) + 4)', 'd_x = 6 - 2*x'),                             # (2 - s) + 4 -> 6 - s
 ])
-
 def test_simplified_text(source, printed):
     assert adgrad_text(differentiate(lower(source))) == printed + '\n'
 

@@ -117,19 +117,25 @@ def _disagreements(case, runs):
     return wrong
 
 
+def _program_and_point(case, program):
+    """The case's program (a file name of it) lowered, and its point as floats."""
+    from autodiff_cli import lower
+    row = json.loads(case['files']['p.jsonl'].decode().splitlines()[case['row']])
+    return lower(case['files'][program].decode()), {k: float(v) for k, v in row.items()}
+
+
 def _cancelling(case, program, name):
     """The rounding left when the terms that reach variable `name` cancel:
     n·ε·Σ|term| for n terms (pictures mark a gradient below it ≈0). A block
     shares its argument where the inlined copy computes it twice, so with
     f(p) = p/p the point's terms cancel exactly (0) and the copy's leave
     7e-9 of terms of 1e8; both are 0 within rounding."""
-    from autodiff_cli import backward, forward, lower
+    from autodiff_cli import backward, forward
     from autodiff_cli.core.passes import executed, pullback
-    graph = lower(case['files'][program].decode())
+    graph, point = _program_and_point(case, program)
     if name not in graph.inputs:
         return 0.0
-    row = json.loads(case['files']['p.jsonl'].decode().splitlines()[case['row']])
-    values = forward(graph, {k: float(v) for k, v in row.items()})
+    values = forward(graph, point)
     grads = backward(graph, values)
     target, terms = graph.inputs[name], []
     for j, ran in enumerate(executed(graph, values)):
@@ -146,11 +152,9 @@ def _as_numpy_computes(case, key, got):
     differ by an ulp of a kernel that the program grew (sinh(z) - z at
     z = 1e-8 is 0 with NumPy's sinh on AVX-512, 1.6e-24 with C's), which the
     README says, not by a wrong derivative or a masking bug."""
-    from autodiff_cli import backward, forward, lower
+    from autodiff_cli import backward, forward
     from tests.helpers import numpy_kernels
-    graph = lower(case['files']['prog.ad'].decode())
-    row = json.loads(case['files']['p.jsonl'].decode().splitlines()[case['row']])
-    point = {name: float(value) for name, value in row.items()}
+    graph, point = _program_and_point(case, 'prog.ad')
     with numpy_kernels():
         values = forward(graph, point)
         grads = backward(graph, values)
