@@ -172,11 +172,17 @@ def main():
               f'{len(out)} characters; `adgrad diff -f FILE --order 4` as a whole process on '
               f'`python benchmarks/workloads.py nesting 1000`, {_runs(times)}')
     n = 20 if quick else 100
-    ours, theirs = hessian_vs_torch(n)
-    print(f'Hessian of a {n}-variable chained Rosenbrock: {ours * 1000:.1f} ms, torch '
-          f'{theirs * 1000:.1f} ms: {ours / theirs:.2f}x (target <= 1.0x); in-process, imports '
-          'excluded, median of 5 each: derive.hessian.hessian (one recording, one reverse pass '
-          'per row) against torch.autograd.functional.hessian on the same scalar graph')
+    try:
+        import torch  # noqa: F401   (the peer; a test-only tool, not a dependency)
+    except ImportError:
+        print(f'Hessian of a {n}-variable chained Rosenbrock: skipped, torch is not installed')
+    else:
+        ours, theirs = hessian_vs_torch(n)
+        print(f'Hessian of a {n}-variable chained Rosenbrock: {ours * 1000:.1f} ms, torch '
+              f'{theirs * 1000:.1f} ms: {ours / theirs:.2f}x (target <= 1.0x); in-process, '
+              'imports excluded, median of 5 each: derive.hessian.hessian (one recording, one '
+              'reverse pass per row) against torch.autograd.functional.hessian on the same '
+              'scalar graph')
     rows = readability()
     ratios = sorted(o / t for _, o, t in rows)
     for text, o, t in rows:

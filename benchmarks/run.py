@@ -218,6 +218,10 @@ class Bench:
         row(r'--order 4 of a 1,000-op expression: ([\d.]+) s',
             'derivatives (issue 9): `diff --order 4` of a 1,000-op expression, whole process',
             lambda s: f'{s:.2f} s', '≤ 5 s', lambda s: s <= 5)
+        if any('Rosenbrock: skipped' in line for line in lines):
+            rows.append(Figure('derivatives (issue 9): Hessian of a chained Rosenbrock ÷ '
+                               'torch.autograd.functional.hessian',
+                               'skipped: torch is not installed', '≤ 1.0', 'n/a', ''))
         row(r'Rosenbrock: ([\d.]+) ms, torch ([\d.]+) ms: ([\d.]+)x',
             'derivatives (issue 9): Hessian of a chained Rosenbrock ÷ torch.autograd.functional.hessian',
             lambda a, b, q: f'{q:.2f} ({a:.1f} ms ÷ {b:.1f} ms)', '≤ 1.0', lambda a, b, q: q <= 1)
