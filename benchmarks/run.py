@@ -288,17 +288,20 @@ class Bench:
             value = float(dict(line.split('\t', 1) for line in out.read_text().splitlines())['value'])
             agree = abs(value - result['value']) <= 1e-9 * max(1.0, abs(value))
             ops_text = f'{workloads.operations(name, size):,}-op {name.replace("_", " ")}'
-            rows.append(Figure(
-                f'against PyTorch {result["torch"]}: `adgrad grad` whole process ÷ torch build + '
-                f'backward, {ops_text}',
-                f'{ratio:.2f} ({seconds(t)} ÷ {seconds(torch_t)})', '≤ 1.0', verdict(ratio <= 1),
-                f'`adgrad grad -f {name}-{size}.ad` against torch: float64 scalar tensors, the '
-                'same operations built in a Python loop then `.backward()`, timed in-process '
-                'after a warm-up, import excluded (`python benchmarks/child.py torch '
-                f'{name} {size} 1`); {len(ours)} runs each, alternating; medians of '
-                f'{", ".join(f"{x:.2f}" for x in ours)} s and '
-                f'{", ".join(f"{x:.2f}" for x in theirs)} s; values '
-                f'{"agree" if agree else "DIFFER"} ({value!r} and {result["value"]!r}).'))
+            name_text = (f'against PyTorch {result["torch"]}: `adgrad grad` whole process ÷ '
+                         f'torch build + backward, {ops_text}')
+            measured = f'{ratio:.2f} ({seconds(t)} ÷ {seconds(torch_t)})'
+            how = (f'`adgrad grad -f {name}-{size}.ad` against torch: float64 scalar tensors, the '
+                   'same operations built in a Python loop then `.backward()`, timed in-process '
+                   'after a warm-up, import excluded (`python benchmarks/child.py torch '
+                   f'{name} {size} 1`); {len(ours)} runs each, alternating; medians of '
+                   f'{", ".join(f"{x:.2f}" for x in ours)} s and '
+                   f'{", ".join(f"{x:.2f}" for x in theirs)} s; values '
+                   f'{"agree" if agree else "DIFFER"} ({value!r} and {result["value"]!r}).')
+            # the first target, and issue 13's stricter one, as start-up has both
+            rows.append(Figure(name_text, measured, '≤ 1.0', verdict(ratio <= 1), how))
+            rows.append(Figure(name_text + ' (issue 13)', measured, '≤ 0.5', verdict(ratio <= 0.5),
+                               how))
         return rows
 
     def phases(self, name, size):
