@@ -158,13 +158,10 @@ def run(args, env):
         where = '<stdin>' if args.points == '-' else args.points
         raise UsageError(f"{where} has a column '{clash[0]}', which the output adds; rename it")
     results = []
-    for (cells, numbers), inputs in zip(rows, list(point_inputs(graph, bindings, rows,
-                                                                args.points))):
+    for (cells, _), inputs in zip(rows, list(point_inputs(graph, bindings, rows, args.points))):
         matrix = hessian(graph, inputs, names, prepared)
-        if kind != Format.JSONL and fmt in (Format.JSON, Format.JSONL):
-            cells = {**cells, **{k: json_number(v) for k, v in numbers.items()}}  # "1" -> 1.0
         results.append((cells, [v for line in matrix for v in line]))
-    env.stdout.write(_rows_text(results, header, columns, fmt, env))
+    env.stdout.write(_rows_text(results, header, columns, fmt, kind, env))
     return Exit.OK
 
 
@@ -187,9 +184,12 @@ def _matrix_text(matrix, names, fmt, env):
     return '\n'.join(lines) + '\n'
 
 
-def _rows_text(results, header, columns, fmt, env):
-    """Each point's row: its own columns as they were, then the Hessian's."""
+def _rows_text(results, header, columns, fmt, kind, env):
+    """Each point's row: its own columns as they were, then the Hessian's;
+    the cells written as grad --points writes them (rows.py)."""
     import json
+
+    from .rows import _cell, _json_cell, _json_value
     if fmt == Format.TABLE:
         from .output import rich_text, table
         rows = [[_cell(cells.get(h)) for h in header] + [number(v) for v in values]
@@ -197,8 +197,9 @@ def _rows_text(results, header, columns, fmt, env):
         return rich_text([table([(h, 'right', None) for h in header + columns], rows)],
                          env.stdout, colour=env.colour)
     if fmt in (Format.JSON, Format.JSONL):
-        objects = [{**cells, **dict(zip(columns, map(json_number, values)))}
-                   for cells, values in results]
+        as_json = _json_value if kind == Format.JSONL else _json_cell   # CSV's "1" -> 1.0
+        objects = [{**{k: as_json(v) for k, v in cells.items()},
+                    **dict(zip(columns, map(json_number, values)))} for cells, values in results]
         if fmt == Format.JSON:
             return json.dumps(objects, ensure_ascii=False) + '\n'
         return ''.join(json.dumps(o, ensure_ascii=False) + '\n' for o in objects)
@@ -210,13 +211,3 @@ def _rows_text(results, header, columns, fmt, env):
     writer.writerows([_cell(cells.get(h)) for h in header] + [number(v) for v in values]
                      for cells, values in results)
     return text.getvalue()
-
-
-def _cell(value):
-    """A cell of the input, as text: CSV's as it was, a JSON value as JSON writes it."""
-    import json
-    if value is None:
-        return ''
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False)
