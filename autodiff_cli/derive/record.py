@@ -77,18 +77,13 @@ class Tape:
         return found
 
     def input(self, name):
-        ref = self._make(('input', name), Node('input', name=name))
+        key = ('input', name)
+        ref = self.index.get(key)
+        if ref is None:
+            ref = self.index[key] = Ref(len(self.nodes))
+            self.nodes.append(Node('input', name=name))
         self.inputs.setdefault(name, ref)
         return ref
-
-    def _make(self, key, node):
-        found = self.index.get(key)
-        if found is None:
-            found = self.index[key] = Ref(len(self.nodes))
-            self.nodes.append(node)
-            if node.op == 'if' or node.op == 'where':
-                self.gates += 1
-        return found
 
     # apply(), specialised by arity: one and two arguments are nearly every
     # node, and the general loop over *args costs a third of recording.

@@ -97,15 +97,15 @@ def _add(tape, a, b):
 
 def _scaled(nodes, x):
     """(c, y) when x (a node) is c*y with a constant c, or -(c*y), else (1, x)."""
-    node = nodes[x]
-    if node.op == 'neg':
-        c, y = _scaled(nodes, node.args[0])   # -(4*t) is -4*t: the rule _mul writes
-        return -c, y
+    node, sign = nodes[x], 1.0
+    if node.op == 'neg':               # -(4*t) is -4*t: the rule _mul writes
+        x, sign = node.args[0], -1.0
+        node = nodes[x]
     if node.op == 'mul':
         c = nodes[node.args[0]]
         if c.op == 'const':
-            return c.value, node.args[1]
-    return 1.0, x
+            return sign * c.value, node.args[1]
+    return sign, x
 
 
 def _factor_pair(nodes, c, x):
