@@ -179,19 +179,21 @@ def run_render(args, out, warn):
 
 def _picture(graph, values, grads, mode, args, look, fmt, collapse, warn):
     """The bytes of the whole picture in `fmt`, refused if no viewer could show it."""
-    from ..pictures.render import LARGE, drawing, render
+    from ..pictures.render import LARGE, drawing, styled
     size = 0
+    limit = args.max_nodes or MAX_NODES
+    if fmt in LAYOUT_FORMATS and len(graph.nodes) > FOLDS * limit:   # too large to walk
+        _check_size(graph, limit, f'--format {fmt}')
+    # Drawn once (collapsed, folded, coloured: a walk of the whole tape), then
+    # styled for each layout _fitted tries, which change only the style.
+    drawn = drawing(graph, values, grads if mode == 'backward' else None, collapse, look)
     if fmt in LAYOUT_FORMATS:
-        limit = args.max_nodes or MAX_NODES
-        if len(graph.nodes) > FOLDS * limit:   # too large to be worth walking
-            _check_size(graph, limit, f'--format {fmt}')
         # What is drawn, after --collapse and folding long chains, is what
         # dot lays out: the limit is on that.
-        drawn = drawing(graph, values, grads if mode == 'backward' else None, collapse, look)
         size = _check_size(graph, limit, f'--format {fmt}', scene=drawn)
+
     def draw(rankdir, look):
-        return render(graph, values, grads, mode=mode, rankdir=rankdir,
-                      collapse=collapse, look=look)
+        return styled(drawn, mode, rankdir, None, look)
     if fmt in LAYOUT_FORMATS and look.size is None and size <= FIT_NODES:
         picture = _fitted(draw, look, args.rankdir, args.max_nodes)
     else:

@@ -313,9 +313,14 @@ def render(graph, values=None, grads=None, mode=None, rankdir='LR', frame=None,
         raise ValueError('the backward pass needs gradients')
     if rankdir not in RANKDIRS:
         raise ValueError(f'rankdir must be one of {RANKDIRS}')
-    return Picture(style(drawing(graph, values, grads if mode == 'backward' else None,
-                                 collapse, look),
-                         mode, rankdir, frame, look or Look()))
+    return styled(drawing(graph, values, grads if mode == 'backward' else None, collapse, look),
+                  mode, rankdir, frame, look)
+
+
+def styled(drawn, mode, rankdir='LR', frame=None, look=None):
+    """The picture of a scene from drawing(): one scene may be styled many ways
+    (render's command line tries several layouts) without being drawn again."""
+    return Picture(style(drawn, mode, rankdir, frame, look or Look()))
 
 
 def drawing(graph, values=None, grads=None, collapse=None, look=None, folds=True):
