@@ -52,9 +52,10 @@ def generate(rows, out, seed=5, block=100_000):
 def parquet_files(rows, files, folder, one):
     """`files` Parquet files of `rows` logistic rows in `folder`, and all of
     them in the file `one`. Run in a child process (see Batches.dask): built
-    in the harness, these tables would swell it, and every later child forked
-    from it reports that size as its own peak (ru_maxrss counts the process
-    from the fork, before it execs)."""
+    in the harness, these tables would swell it, and every later child would
+    report the harness's peak as its own (subprocess starts a child with
+    vfork, in the harness's memory, whose high-water mark ru_maxrss keeps
+    through the exec)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -208,10 +209,10 @@ class Batches:
 
     def dask(self):
         rows = self.size['dask']
-        try:
-            import dask  # noqa: F401
-            import pyarrow  # noqa: F401
-        except ImportError:
+        # Looked for, not imported: the harness stays small, or every later
+        # child would report its size (see parquet_files).
+        from importlib.util import find_spec
+        if find_spec('dask') is None or find_spec('pyarrow') is None:
             return self.Figure('batch: --engine dask, 2-worker local cluster ÷ single process',
                                'skipped: dask or pyarrow is not installed', '≤ 1.3×', 'n/a', '')
         folder, one = self.dir / 'parquet-parts', self.dir / 'all.parquet'

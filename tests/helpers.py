@@ -121,6 +121,13 @@ class _Stream(io.TextIOWrapper):
         return self.buffer.getvalue().decode(self.encoding, 'replace')
 
 
+def numpy_function(text):
+    """f from the text of `adgrad diff --lang numpy` (generated from graph nodes only)."""
+    namespace = {}
+    exec(compile(text, '<generated>', 'exec'), namespace)
+    return namespace['f']
+
+
 @contextlib.contextmanager
 def numpy_kernels():
     """The scalar path (NUMBERS: one branch of an `if` taken, the other never

@@ -4,14 +4,13 @@ all-or-nothing output (-o FILE, stdout after a first pass), Parquet."""
 import csv
 import io
 import json
-import math
 import os
 import signal
 import sys
 
 import pytest
 
-from tests.helpers import evaluate, run_main
+from tests.helpers import evaluate, run_main, same
 
 
 def _file(tmp_path, name, data):
@@ -134,18 +133,12 @@ def test_every_row_equals_its_single_point(tmp_path, tiny_chunks):
     run = run_main(['grad', expr, '--points', path])
     rows = list(csv.DictReader(io.StringIO(run.out, newline='')))
     assert run.code == 0 and len(rows) == 44
-
-    def same(text, number):
-        # NumPy's pow is 1-2 ulps from C's on CPUs with AVX-512 (README, "A batch row
-        # and a single point"); tests/test_batch_branches.py holds rows to the bit
-        got = float(text)
-        return got == number or math.isnan(got) and math.isnan(number) or \
-            math.isfinite(number) and math.isclose(got, number, rel_tol=1e-14)
-
+    # NumPy's pow is 1-2 ulps from C's on CPUs with AVX-512 (README, "A batch row
+    # and a single point"); tests/test_batch_branches.py holds rows to the bit
     for row in rows:
         value, grads = evaluate(expr, x=float(row['x']), y=float(row['y']))
-        assert same(row['value'], value), (row, value)
-        assert same(row['d_x'], grads['x']) and same(row['d_y'], grads['y']), (row, grads)
+        for column, want in (('value', value), ('d_x', grads['x']), ('d_y', grads['y'])):
+            assert same(float(row[column]), want, rel=1e-14, abs_=0), (row, column, want)
 
 
 @pytest.fixture

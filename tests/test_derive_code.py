@@ -28,7 +28,7 @@ from autodiff_cli import backward, forward, lower
 from autodiff_cli.core.primitives import FUNCTIONS
 from autodiff_cli.derive.printers import adgrad_text, c_text, numpy_text
 from autodiff_cli.derive.record import differentiate
-from tests.helpers import CASES
+from tests.helpers import CASES, numpy_function
 from tests.randexpr import cases, show
 
 SAMPLES = sorted(glob.glob(os.path.join(os.path.dirname(__file__), '..', 'samples', '*.ad')))
@@ -105,18 +105,12 @@ def _check(label, graph, point, got_value, got_grads):
 
 # ---- NumPy ----
 
-def _load_numpy(text):
-    namespace = {}
-    exec(compile(text, '<generated>', 'exec'), namespace)   # generated from graph nodes only
-    return namespace['f']
-
-
 @pytest.mark.parametrize('op', sorted(_rows()))
 def test_numpy_code_agrees_with_grad(op):
     np = pytest.importorskip('numpy')
     expr, ordinary = _rows()[op]
     graph = lower(expr)
-    f = _load_numpy(numpy_text(differentiate(graph, with_value=True)))
+    f = numpy_function(numpy_text(differentiate(graph, with_value=True)))
     names = list(graph.inputs)
     failures = []
     for points in _points(expr, ordinary):
@@ -205,7 +199,7 @@ def test_reserved_names_cannot_escape(tmp_path):
     want = {n: grads[i] for n, i in graph.inputs.items()}
     lower(adgrad_text(differentiate(graph)))        # reads back
     pytest.importorskip('numpy')
-    f = _load_numpy(numpy_text(differentiate(graph, with_value=True)))
+    f = numpy_function(numpy_text(differentiate(graph, with_value=True)))
     _, gradient = f(*[point[n] for n in graph.inputs])
     assert {n: float(g) for n, g in gradient.items()} == want
     row = _compile_and_run(tmp_path, [(graph, [point])])[0][0]

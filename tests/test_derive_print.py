@@ -11,6 +11,7 @@ import pytest
 from autodiff_cli import AdgradError, backward, forward, lower
 from autodiff_cli.derive.printers import adgrad_text, c_text, latex_text, numpy_text
 from autodiff_cli.derive.record import differentiate, nth_derivative
+from tests.helpers import numpy_function
 from tests.randexpr import cases, show
 
 SAMPLES = sorted(glob.glob(os.path.join(os.path.dirname(__file__), '..', 'samples', '*.ad')))
@@ -174,12 +175,6 @@ def test_higher_order_keeps_sharing():
 
 # ---- NumPy ----
 
-def _load_numpy(text):
-    namespace = {}
-    exec(compile(text, '<generated>', 'exec'), namespace)   # generated from graph nodes only
-    return namespace['f']
-
-
 def test_numpy_code_returns_value_and_gradient_over_arrays():
     np = pytest.importorskip('numpy')
     for t, point in cases(seed=9, count=150, depth=4):
@@ -187,7 +182,7 @@ def test_numpy_code_returns_value_and_gradient_over_arrays():
         names = list(graph.inputs)
         if not names:
             continue
-        f = _load_numpy(numpy_text(differentiate(graph, with_value=True)))
+        f = numpy_function(numpy_text(differentiate(graph, with_value=True)))
         rng = np.random.default_rng(1)
         columns = {n: np.concatenate([[point[n]], rng.uniform(-2, 2, 7)]) for n in names}
         value, gradient = f(**columns)
@@ -206,7 +201,7 @@ def test_numpy_code_returns_value_and_gradient_over_arrays():
 
 def test_numpy_scalars_and_broadcasting():
     pytest.importorskip('numpy')
-    f = _load_numpy(numpy_text(differentiate(lower('x*y + 2'), with_value=True)))
+    f = numpy_function(numpy_text(differentiate(lower('x*y + 2'), with_value=True)))
     value, gradient = f(2.0, [1.0, 2.0, 3.0])
     assert value.tolist() == [4.0, 6.0, 8.0]
     assert gradient['x'].tolist() == [1.0, 2.0, 3.0] and gradient['y'].tolist() == [2.0] * 3

@@ -118,12 +118,17 @@ def test_the_quick_exit_after_a_reader_left_or_a_full_disk():
 _FLOAT = re.compile(common._FLOAT, re.I)
 
 
-@pytest.mark.parametrize('text', [
-    '2', '-2.5', '+.5', '5.', '1e5', '1E+05', '.5e-3', '1.e5', 'inf', '-Infinity', 'NaN', '+nan',
-    '.', '-', 'e5', '1e', '1e5.0', '0x10', '1_000', 'infinit', 'nan(1)', '1.5j', '٣', '٣.٥',
-    '1 2', 'pi', '2*x'])
-def test_a_number_is_what_the_pattern_reads(text):
-    assert common._is_number(text) == bool(_FLOAT.fullmatch(text))
+@pytest.mark.parametrize('text, is_number', [
+    *[(t, True) for t in ('2', '-2.5', '+.5', '5.', '1e5', '1E+05', '.5e-3', '1.e5', 'inf',
+                          '-Infinity', 'NaN', '+nan')],
+    *[(t, False) for t in ('.', '-', 'e5', '1e', '1e5.0', '0x10', '1_000', 'infinit', 'nan(1)',
+                           '1.5j', '1 2', 'pi', '2*x')],
+    # other scripts' digits: the pattern's \d takes them, and float() reads them
+    # (cli/common.py keeps this for bindings; program text takes ASCII only)
+    ('٣', True), ('٣.٥', True)])
+def test_a_number_is_what_the_pattern_reads(text, is_number):
+    assert common._is_number(text) is is_number
+    assert bool(_FLOAT.fullmatch(text)) is is_number
 
 
 @given(st.text(alphabet='0123456789.eE+-_ inftyaINFTYA٣', max_size=12))
