@@ -364,6 +364,17 @@ def test_products_put_the_chain_rule_on_the_edges():
         assert f'label="{text}"' in dot
 
 
+def test_products_in_a_collapsed_view_reach_the_edges_outside_the_calls_too():
+    # blocks.ad: y = h(x) = x^2 at x = 2, z = f(y) = y + 1. Collapsed, the edge
+    # from x into h's call carries ∂z/∂y · ∂y/∂x = 1 · 4, and (a merge once
+    # dropped it) the edge from z's call to the output node its own product.
+    dot = render(*sample('blocks'), collapse='blocks', look=Look(products=True)).source
+    assert '1 · 4 = 4' in dot
+    deep = render(*sample('deep'), collapse='blocks', look=Look(products=True)).source
+    x10 = 0.8938   # the last layer's value, as deep.ad's picture shows it
+    assert f'1 · {2 * x10:.4g} = {2 * x10:.4g}' in deep      # ∂(x10^2)/∂x10 = 2 x10
+
+
 # ---- gradient health ----
 
 def test_health_names_vanishing_blocked_and_non_finite_gradients():

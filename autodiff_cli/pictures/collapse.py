@@ -16,7 +16,7 @@ import re
 from ..core.graph import Graph, Node
 from ..core.passes import pullback
 from .calls import call_sites
-from .render import Link, Scene, displayable, node_symbol, number, scene, wrap
+from .render import Scene, displayable, merge_links, node_symbol, number, scene, wrap
 from .text import enclosed
 
 
@@ -42,20 +42,9 @@ def collapse(graph, values=None, grads=None):
         result.setdefault(instance, ids[-1])
     stands_for = [i if owner[i] is None else result[owner[i]] for i in range(len(nodes))]
 
-    links, where = [], {}
-    for link in full.links:
-        src, dst = stands_for[link.src], stands_for[link.dst]
-        if src == dst:
-            continue
-        if (src, dst) in where and owner[link.dst] is not None:   # one edge per argument
-            k = where[src, dst]
-            old = links[k]
-            grad = old.grad if link.grad is None else (
-                link.grad if old.grad is None else old.grad + link.grad)
-            links[k] = Link(src, dst, grad)
-        else:
-            where[src, dst] = len(links)
-            links.append(Link(src, dst, link.grad))
+    # one edge per argument of a call
+    links = merge_links(full.links, stands_for.__getitem__,
+                        merges=lambda link: owner[link.dst] is not None)
 
     arguments = {}
     for link in links:

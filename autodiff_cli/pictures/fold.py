@@ -11,7 +11,7 @@ product of their local derivatives, ∂(last)/∂(the node before the run). The
 numbers are the ones backward() computed; nothing is recomputed here.
 """
 
-from .render import Link
+from .render import merge_links
 from .text import number
 
 LONGEST = 12   # a chain this long is drawn whole (samples/deep.ad's ten calls)
@@ -55,20 +55,8 @@ def fold(drawn):
         for i in middle:
             stands_for[i] = middle[-1]
         folded[middle[-1]] = middle
-    links, where = [], {}
-    for link in drawn.links:
-        src, dst = stands_for.get(link.src, link.src), stands_for.get(link.dst, link.dst)
-        if src == dst:
-            continue
-        key = (src, dst)
-        if key in where:   # a value every folded step uses (a weight): one edge, the sum
-            k = where[key]
-            old = links[k]
-            grad = None if old.grad is None or link.grad is None else old.grad + link.grad
-            links[k] = Link(src, dst, grad)
-        else:
-            where[key] = len(links)
-            links.append(link._replace(src=src, dst=dst))
+    # a value every folded step uses (a weight): one edge, the sum
+    links = merge_links(drawn.links, lambda i: stands_for.get(i, i))
     shown = []
     for item in drawn.items:
         if item.id in stands_for and item.id not in folded:

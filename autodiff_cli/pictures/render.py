@@ -56,6 +56,30 @@ class Link(NamedTuple):
     local: float | None = None   # ∂dst/∂src, so that grad = ∂f/∂dst · local
 
 
+def merge_links(links, stands_for, merges=lambda link: True):
+    """The links between the nodes drawn for their ends (stands_for(i), for
+    a collapsed call or a folded chain): a link within one drawn node goes,
+    and two between one pair become one (where merges(link) allows) whose
+    gradient is their sum, a link with none adding nothing. A link keeps its
+    local derivative only while both its ends are its own."""
+    out, where = [], {}
+    for link in links:
+        src, dst = stands_for(link.src), stands_for(link.dst)
+        if src == dst:
+            continue
+        k = where.get((src, dst))
+        if k is not None and merges(link):
+            old = out[k]
+            grad = old.grad if link.grad is None else (
+                link.grad if old.grad is None else old.grad + link.grad)
+            out[k] = Link(src, dst, grad)
+        else:
+            where[src, dst] = len(out)
+            own = src == link.src and dst == link.dst
+            out.append(link._replace(src=src, dst=dst) if own else Link(src, dst, link.grad))
+    return out
+
+
 class Scene(NamedTuple):
     items: list          # one Item per node, in tape order
     links: list          # one Link per argument, in tape order
