@@ -16,7 +16,8 @@ import re
 from ..core.graph import Graph, Node
 from ..core.passes import pullback
 from .calls import call_sites
-from .render import Scene, displayable, merge_links, node_symbol, number, scene, wrap
+from .render import (Scene, displayable, merge_links, node_symbol, number, results, scene,
+                     wrap)
 from .text import enclosed
 
 
@@ -32,12 +33,7 @@ def collapse(graph, values=None, grads=None):
             members.setdefault(instance, []).append(i)
     if not members:
         return full
-    result = {}
-    for link in full.links:
-        if owner[link.src] is not None and owner[link.dst] != owner[link.src]:
-            result[owner[link.src]] = link.src
-    if owner[graph.output] is not None:
-        result[owner[graph.output]] = graph.output
+    result = {instance: node_id for node_id, instance in results(graph).items()}
     for instance, ids in members.items():   # a call whose value nothing uses
         result.setdefault(instance, ids[-1])
     stands_for = [i if owner[i] is None else result[owner[i]] for i in range(len(nodes))]
