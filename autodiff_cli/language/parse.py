@@ -78,8 +78,6 @@ def load_table():
     return table
 
 
-PASS, DISCARD, CALL = range(3)   # what a reduction does with the values it pops
-
 # Kinds the lexer gives pieces of text that are not terminals the table knows.
 IGNORED = '<ignored>'        # white space, comments, a new line inside parentheses
 UNEXPECTED = '<unexpected>'  # a character that starts no terminal
@@ -122,21 +120,18 @@ class _Parser:
         words = [word for regular in self.keywords.values() for word in regular]
         self.literal = {text: self.classify(text) for text in [*self.strings.values(), *words]}
         self.keep = {IGNORED: False}
-        # Per rule: (origin, size, mode, callback name). A `?rule` with one
-        # child passes it on; `_rules`, anonymous lists and the program itself
-        # are only structure (their statements were lowered as they were
-        # read), so their values are dropped rather than gathered, and a
-        # million statements cost a million steps, not a million copies.
+        # Per rule: (origin, size, whether it builds, callback name). Only a
+        # rule that builds calls the builder. A `?rule` with one child passes
+        # it on; `_rules`, anonymous lists and the program itself are only
+        # structure (their statements were lowered as they were read), so
+        # their values are dropped rather than gathered, and a million
+        # statements cost a million steps, not a million copies.
         self.rules = []
         for rule in table['rules']:
             origin, size = rule['origin'], rule['size']
-            if rule['inline_single'] and size == 1:
-                mode = PASS
-            elif origin.startswith('_') or origin == 'program':
-                mode = DISCARD
-            else:
-                mode = CALL
-            self.rules.append((origin, size, mode, rule['callback']))
+            builds = not (rule['inline_single'] and size == 1) and not (
+                origin.startswith('_') or origin == 'program')
+            self.rules.append((origin, size, builds, rule['callback']))
         # Per rule, where reducing it leads: {state below: {lookahead: (state,
         # its actions, the action there)}}, filled in as parses meet them (climb).
         self.climbs = [{} for _ in self.rules]
@@ -203,8 +198,8 @@ class _Parser:
             action = self.states[top].get(kind)
             if action is None or action >= 0:
                 break
-            origin, size, mode, _ = self.rules[~action]
-            if size != 1 or mode == CALL:
+            origin, size, builds, _ = self.rules[~action]
+            if size != 1 or builds:
                 break
             top = self.states[below][origin]
         actions = self.states[top]
@@ -234,8 +229,8 @@ class _Parser:
         its child on, and a one-child structural rule leaves it: nothing reads
         it), or the structural rule's children replaced with None."""
         reducers = []
-        for _, size, mode, name in self.rules:
-            if mode == CALL:
+        for _, size, builds, name in self.rules:
+            if builds:
                 reducers.append(getattr(builder, name))
             else:
                 reducers.append(_leave if size == 1 else _drop)
