@@ -5,8 +5,8 @@ A source yields `Chunk`s of at most CHUNK_ROWS rows, read from a few MiB of
 input at a time, so memory stays bounded whatever the number of rows. A
 CSV chunk keeps its rows' original text (echoed as it was when the output
 is the same format) and turns only the variables' columns into numbers:
-with pyarrow's C reader when it is installed and the chunk is plain (no
-quotes, no blank lines), else with float() per cell. Any irregularity falls
+with pyarrow's C reader when it is installed and each line of the chunk is
+one record (no quoted line breaks, no blank lines), else with float() per cell. Any irregularity falls
 back to the csv module and per-cell checks, which name the line to blame.
 
 Rows are split only at CR, LF or CRLF, quoted fields may hold line breaks,
@@ -255,22 +255,28 @@ def _lines_are_records(block, delimiter):
 
 
 def _simple_quotes(block, delimiter):
-    """Whether every quote in a block (LF line breaks) opens or closes a whole
-    field on one line, with no quote inside: then each line is one record,
+    """Whether every quoted field in a block (LF line breaks) lies within one
+    line, opening at the start of a field and closing at its end, any quote
+    inside it doubled (`"say ""hi"", twice"`): then each line is one record,
     and the csv module and pyarrow read it alike. In NumPy, a few passes
-    over the block's bytes."""
+    over the block's bytes.
+
+    Quotes pair up in order, (1st, 2nd), (3rd, 4th), ...: a doubled quote
+    inside a field closes one pair and opens the next at the very next byte."""
     import numpy as np
     data = np.frombuffer(block, np.uint8)
     quotes = np.flatnonzero(data == ord('"'))
     if len(quotes) % 2:
         return False
     opens, closes = quotes[0::2], quotes[1::2]
+    doubled = closes[:-1] + 1 == opens[1:]
     edges = (ord(delimiter), ord('\n'))
-    before = data[np.maximum(opens - 1, 0)]
-    after = data[np.minimum(closes + 1, len(data) - 1)]
+    opened = (opens == 0) | np.isin(data[np.maximum(opens - 1, 0)], edges)
+    opened[1:] |= doubled
+    closed = (closes + 1 == len(data)) | np.isin(data[np.minimum(closes + 1, len(data) - 1)], edges)
+    closed[:-1] |= doubled
     breaks = np.flatnonzero(data == ord('\n'))
-    return bool(np.all((opens == 0) | np.isin(before, edges))
-                and np.all((closes + 1 == len(data)) | np.isin(after, edges))
+    return bool(opened.all() and closed.all()
                 and np.array_equal(np.searchsorted(breaks, opens), np.searchsorted(breaks, closes)))
 
 
@@ -296,7 +302,7 @@ class CsvSource(Source):
     def _records(self):
         """(fields, raw bytes, line number) per record, honouring quotes; or
         (None, block, (its first line number, the next's)) for a block whose lines are its
-        records (no quotes, or only quotes around whole fields on one line),
+        records (no quotes, or only quoted fields each within one line),
         with line breaks made LF."""
         for block in self.blocks:
             block = self.pending + block
@@ -394,7 +400,7 @@ class CsvSource(Source):
                 read_options=arrow.ReadOptions(column_names=names, block_size=_ARROW_BLOCK),
                 parse_options=arrow.ParseOptions(delimiter=self.delimiter,
                                                  quote_char='"' if b'"' in chunk.block else False,
-                                                 double_quote=False, escape_char=False,
+                                                 double_quote=True, escape_char=False,
                                                  newlines_in_values=False,
                                                  ignore_empty_lines=False),
                 convert_options=arrow.ConvertOptions(
