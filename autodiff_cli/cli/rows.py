@@ -119,13 +119,48 @@ def arrow_echo(block, computed, delimiter, file):
         if len(odd):
             mask = np.zeros(n - 1, bool)
             mask[odd - 1] = True
-            fixed = pa.array([d + _repr_row(numbers[i], delimiter) for i in odd], binary)
-            rows = _compute.call_function('replace_with_mask', [rows, pa.array(mask), fixed])
+            fixed = binary_array([d + _repr_row(numbers[i], delimiter) for i in odd])
+            rows = _compute.call_function('replace_with_mask', [rows, bool_array(mask), fixed])
         joined = _compute.call_function('binary_join_element_wise',
-                                        [lines, rows, pa.scalar(b'', binary)])
+                                        [lines, rows, binary_array([b''])[0]])
         offsets = np.frombuffer(joined.buffers()[1], np.int32, n, joined.offset * 4)
         file.write(memoryview(joined.buffers()[2])[offsets[0]:offsets[-1]])
     file.write(b'\n')
+
+
+# Arrow arrays made from their buffers: pa.array() looks for pandas, and
+# importing it costs 0.2 s, more than writing 10^6 rows.
+
+def binary_array(pieces, valid=None):
+    """An Arrow binary array of byte strings (large_binary past 2 GiB);
+    `valid` (bools) marks the non-null."""
+    import numpy as np
+    import pyarrow as pa
+    lengths = np.fromiter(map(len, pieces), np.int64, len(pieces))
+    large = lengths.sum() >= 1 << 31
+    offsets = np.zeros(len(pieces) + 1, np.int64 if large else np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    return pa.Array.from_buffers(pa.large_binary() if large else pa.binary(), len(pieces),
+                                 [None if valid is None else _bits(valid),
+                                  pa.py_buffer(offsets), pa.py_buffer(b''.join(pieces))])
+
+
+def bool_array(flags):
+    import pyarrow as pa
+    return pa.Array.from_buffers(pa.bool_(), len(flags), [None, _bits(flags)])
+
+
+def float_array(column):
+    import numpy as np
+    import pyarrow as pa
+    column = np.ascontiguousarray(column, np.float64)
+    return pa.Array.from_buffers(pa.float64(), len(column), [None, pa.py_buffer(column)])
+
+
+def _bits(flags):
+    import numpy as np
+    import pyarrow as pa
+    return pa.py_buffer(np.packbits(np.asarray(flags, bool), bitorder='little'))
 
 
 def _text(write_rows_to):
@@ -267,10 +302,14 @@ class ParquetRows:
             arrays = list(chunk.table.columns)
         else:
             rows = chunk.rows()
-            arrays = [pa.array([None if c is ABSENT or c is None else _cell(c) for c in column],
-                               pa.string()) for column in zip(*rows)] if rows else \
-                [pa.array([], pa.string()) for _ in self.header]
-        arrays += [pa.array(column, pa.float64()) for column in computed]
+            columns = list(zip(*rows)) if rows else [()] * len(self.header)
+            arrays = [binary_array([b'' if c is ABSENT or c is None else _cell(c).encode()
+                                    for c in column],
+                                   [c is not ABSENT and c is not None for c in column])
+                      for column in columns]
+            arrays = [a.cast(pa.string() if a.type == pa.binary() else pa.large_string())
+                      for a in arrays]
+        arrays += [float_array(column) for column in computed]
         batch = pa.RecordBatch.from_arrays(arrays, names=self.header + self.outputs)
         if self.writer is None:
             self.writer = pq.ParquetWriter(self.path, batch.schema)
