@@ -281,7 +281,9 @@ class _Behind:
         if self.thread is None:
             return self.writer.write(chunk, computed)
         self._raise()
-        self.queue.put((chunk, computed))
+        prepare = getattr(self.writer, 'prepare', None)   # its share that holds Python's lock
+        self.queue.put((chunk, computed) if prepare is None else
+                       (chunk, computed, prepare(chunk, computed)))
 
     def _wait(self):
         if self.thread is not None:

@@ -85,10 +85,25 @@ class NotOneLinePerRow(Exception):
     pass
 
 
-def arrow_echo(block, computed, delimiter, file):
+def number_text(computed, delimiter):
+    """A chunk's computed numbers as arrow_echo writes them: the rows as one
+    array, orjson's text of them all, flat ([a,b,c,d]), the rows it spells
+    otherwise than repr, and where each row after the first begins (its
+    first number's delimiter). orjson holds Python's lock while it writes:
+    a writer in a thread has the main thread call this (see prepare)."""
+    import numpy as np
+    numbers = np.column_stack(computed)
+    d = delimiter.encode()
+    text, odd = _numbers_text(numbers, d, flat=True)
+    cuts = np.flatnonzero(np.frombuffer(text, np.uint8) == d[0])[len(computed) - 1::len(computed)]
+    return numbers, text, odd, cuts
+
+
+def arrow_echo(block, computed, delimiter, file, numbers=None):
     """Rows out as each input line (`block`: LF-terminated lines, one per
     row) followed by its computed numbers: the same bytes as computed_lines
-    beside chunk.lines, without a Python object per row.
+    beside chunk.lines, without a Python object per row. `numbers` is
+    number_text(computed, delimiter), if made already.
 
     orjson writes the numbers flat, [a,b,c,d]; Arrow then joins two texts
     row by row, in C. Row i > 0 is the input from the line break before it
@@ -99,11 +114,9 @@ def arrow_echo(block, computed, delimiter, file):
     import numpy as np
     import pyarrow as pa
     from pyarrow import _compute
-    n, width = len(computed[0]), len(computed)
+    n = len(computed[0])
     d = delimiter.encode()
-    numbers = np.column_stack(computed)
-    text, odd = _numbers_text(numbers, d, flat=True)
-    cuts = np.flatnonzero(np.frombuffer(text, np.uint8) == d[0])[width - 1::width]
+    numbers, text, odd, cuts = numbers or number_text(computed, delimiter)
     breaks = np.flatnonzero(np.frombuffer(block, np.uint8) == ord('\n'))
     if len(breaks) != n or len(cuts) != n - 1 or len(block) >= 1 << 31 or len(text) >= 1 << 31:
         raise NotOneLinePerRow
@@ -188,12 +201,23 @@ class TextRows:
     def _writer(self, f):
         return self.csv.writer(f, delimiter=self.delimiter, lineterminator='\n')
 
-    def write(self, chunk, computed):
+    def _echoes(self, chunk):
+        return self.echo and chunk.block is not None and len(chunk) and chunk.source.arrow(chunk)
+
+    def prepare(self, chunk, computed):
+        """The share of write() that holds Python's lock, for the thread that
+        computed the chunk to do while the writer's thread writes the last one."""
+        if self._echoes(chunk):
+            chunk.drop_blank()
+            return number_text(computed, self.delimiter)
+        return None
+
+    def write(self, chunk, computed, prepared=None):
         d = self.delimiter
-        if self.echo and chunk.block is not None and len(chunk) and chunk.source.arrow(chunk):
+        if self._echoes(chunk):
             chunk.drop_blank()
             try:
-                return arrow_echo(chunk.block, computed, d, self.file)
+                return arrow_echo(chunk.block, computed, d, self.file, prepared)
             except NotOneLinePerRow:  # checked before any byte is written
                 pass
         lines = computed_lines(computed, d)
