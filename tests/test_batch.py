@@ -161,14 +161,19 @@ def test_ctrl_c_exits_130_without_a_traceback():
     assert waiting.returncode == 130 and b'Traceback' not in err
 
 
-def test_many_blocks_give_the_same_rows_and_count_non_finite_rows():
+@pytest.mark.parametrize('block_bytes', [None, 1])   # 1: the fewest rows a block takes, 64
+def test_many_blocks_give_the_same_rows_and_count_non_finite_rows(monkeypatch, block_bytes):
     import numpy as np
+
     from autodiff_cli import backward, forward
+    from autodiff_cli.core import batch
+    if block_bytes is not None:   # as a graph of many nodes has them
+        monkeypatch.setattr(batch, '_BLOCK_BYTES', block_bytes)
     graph = lower('log(x) * y + sqrt(y)')
     rows = 100_000  # several of run_batch's blocks
     x, y = np.linspace(-1, 5, rows), np.linspace(0, 2, rows)
     value, gradient, bad = run_batch(graph, {'x': x, 'y': y}, rows, ['x', 'y'])
-    for i in (0, 16_000, 40_000, 65_536, rows - 1):
+    for i in (0, 63, 64, 16_000, 40_000, 65_536, rows - 1):
         values = forward(graph, {'x': x[i], 'y': y[i]})
         grads = backward(graph, values)
         assert same(value[i], values[graph.output])
