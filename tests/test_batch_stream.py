@@ -148,18 +148,32 @@ def arrow_always(monkeypatch):
     monkeypatch.setattr(points, '_ARROW_BYTES', 0)
 
 
-def test_without_pyarrow_the_same_bytes(tmp_path, monkeypatch, arrow_always):
-    plain = 'x,y,label\r\n\n1,2,a\n  \n' + ''.join(f'{i / 7!r},{-i},r{i}\n' for i in range(40))
-    path = _file(tmp_path, 'p.csv', plain + 'inf, nan ,\u2028\n1_0,+3,x\n-0.0,.5,last')
+# Blank lines (empty, or only white space) among the rows: skipped either way,
+# even where every variable has a value to fill an empty cell with (x=9).
+@pytest.mark.parametrize('name, data, extra, tail', [
+    ('p.csv', 'x,y,label\r\n\n1,2,a\n  \n', [], 'inf, nan ,\u2028\n1_0,+3,x\n-0.0,.5,last'),
+    ('p.csv', 'x,y,label\n\n1,2,"a, ""b"""\n\n', ['x=9', 'y=8'], '-0.0,.5,last\n'),
+    ('p.tsv', 'x\ty\n1\t2\n\t\n\n', ['x=9', 'y=8'], '-0.0\t.5\n'),
+])
+@pytest.mark.parametrize('fmt', ['csv', 'jsonl'])
+def test_without_pyarrow_the_same_bytes(tmp_path, monkeypatch, arrow_always, name, data, extra,
+                                        tail, fmt):
+    d = '\t' if name.endswith('.tsv') else ','
+    rows = ''.join(f'{i / 7!r},{-i},r{i}\n' if d == ',' else f'{i / 7!r}\t{-i}\n'
+                   for i in range(40))
+    path = _file(tmp_path, name, data + rows + tail)
     from autodiff_cli.cli import points
     loads = []
     real = points._pyarrow_csv
     monkeypatch.setattr(points, '_pyarrow_csv', lambda: loads.append(1) or real())
-    fast = run_main(['grad', 'x*y', '--points', path])
+    command = ['grad', 'x*y', '--points', path, '--format', fmt, *extra]
+    fast = run_main(command)
     assert loads or real() is None  # pyarrow's reader was asked, where installed
     monkeypatch.setattr(points, '_pyarrow_csv', lambda: None)
-    slow = run_main(['grad', 'x*y', '--points', path])
+    slow = run_main(command)
     assert fast.code == slow.code == 0 and fast.out == slow.out
+    rows_out = 1 + 40 + tail.strip().count('\n') + 1   # the row in `data`, the 40, the tail's
+    assert fast.out.count('\n') == rows_out + (fmt == 'csv')   # and a header
 
 
 # Where orjson and repr spell a number differently (below 1e-4, non-finite), and around

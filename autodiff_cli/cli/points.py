@@ -374,9 +374,7 @@ class CsvSource(Source):
 
     def _plain(self, block, lines):
         chunk = Chunk(self, range(*lines), block=block)
-        # With two or more columns a blank line has too few fields: pyarrow
-        # refuses the block, and the slow path drops it (see Chunk.rows).
-        chunk.maybe_blank = len(self.header) > 1 or _maybe_blank(block)
+        chunk.maybe_blank = _maybe_blank(block)
         return chunk
 
     def arrow(self, chunk):
@@ -391,8 +389,9 @@ class CsvSource(Source):
         say exactly (the slow path then names the row to blame)."""
         if chunk.block is None or not len(chunk) or self.arrow(chunk) is None:
             return None
-        if len(self.header) == 1:
-            chunk.drop_blank()  # a blank line would read as an empty cell
+        # pyarrow reads a blank line as a row of empty cells, whatever the
+        # columns, which a value from the command line would then fill.
+        chunk.drop_blank()
         import numpy as np
         import pyarrow as pa
         arrow = self._arrow
