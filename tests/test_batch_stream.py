@@ -450,3 +450,22 @@ def test_parquet_output_without_pyarrow_is_refused_with_a_hint(tmp_path, monkeyp
                                str(tmp_path / 'o.parquet')])
     assert (code, out) == (2, '') and "pip install 'adgrad[parquet]'" in err
     assert not (tmp_path / 'o.parquet').exists()
+
+
+def test_a_long_quoted_field_is_read_again_only_as_often_as_it_doubles(tmp_path, monkeypatch):
+    """A record still open at a block's end is parsed again from its start:
+    the next read is as long as what is pending, so a field of n bytes costs
+    O(log n) parses, not one per block (which took 33 s for 64 MB)."""
+    from autodiff_cli.cli import points
+    monkeypatch.setattr(points, '_READ_BYTES', 64)
+    field = 'abcdefg\nh' * 20_000   # 180 KB, line breaks inside
+    path = _file(tmp_path, 'long.csv', f'x,label\n1,"{field}"\n2,b\n')
+    parses = []
+    real = points.CsvSource._quoted
+    monkeypatch.setattr(points.CsvSource, '_quoted',
+                        lambda self, block, final: parses.append(len(block)) or real(self, block, final))
+    run = run_main(['eval', 'x', '--points', path])
+    assert run.code == 0
+    assert list(csv.reader(io.StringIO(run.out))) == [['x', 'label', 'value'], ['1', field, '1.0'],
+                                                      ['2', 'b', '2.0']]
+    assert len(parses) <= 2 * len(field).bit_length(), len(parses)

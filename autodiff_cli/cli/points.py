@@ -202,12 +202,13 @@ class _Blocks:
         self.stream, self.name, self.breaks = stream, name, breaks
         self.offset = 0       # bytes before the carry, for a decoding error's position
         self.eof = False
+        self.at_least = 0     # bytes the next read takes at least: see CsvSource._records
 
     def __iter__(self):
         carry, first = b'', True
         while not self.eof:
             try:
-                data = self.stream.read(_READ_BYTES)
+                data = self.stream.read(max(_READ_BYTES, self.at_least))
             except OSError as error:
                 raise AdgradError(f'cannot read {self.name}: {error.strerror or error}') from None
             if first and data.startswith(codecs.BOM_UTF8):  # a spreadsheet's byte-order mark
@@ -318,6 +319,10 @@ class CsvSource(Source):
                 block += b'\n'
             if not _lines_are_records(block, self.delimiter):
                 yield from self._quoted(raw, final=self.blocks.eof)
+                # A record still open is read again from its start with the
+                # next block: that block is as long as it, so a field of any
+                # length is read again only as often as its length doubles.
+                self.blocks.at_least = len(self.pending)
                 continue
             line = self.line
             self.line += block.count(b'\n')
