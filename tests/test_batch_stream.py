@@ -469,3 +469,43 @@ def test_a_long_quoted_field_is_read_again_only_as_often_as_it_doubles(tmp_path,
     assert list(csv.reader(io.StringIO(run.out))) == [['x', 'label', 'value'], ['1', field, '1.0'],
                                                       ['2', 'b', '2.0']]
     assert len(parses) <= 2 * len(field).bit_length(), len(parses)
+
+
+def test_parquet_takes_a_chunk_with_too_much_text_in_slices(tmp_path, monkeypatch):
+    """An Arrow string array holds at most 2 GiB: a chunk with more text in a
+    column is written in slices (here the limit is 2,000 bytes), and a single
+    cell too big for one is an error naming its line."""
+    pq = pytest.importorskip('pyarrow.parquet')
+    from autodiff_cli.cli import rows
+    real = rows.binary_array
+
+    def small(pieces, valid=None):
+        if sum(map(len, pieces)) >= 2000:
+            raise OverflowError
+        return real(pieces, valid)
+    monkeypatch.setattr(rows, 'binary_array', small)
+    labels = [f'label {i} ' * (i % 5) for i in range(600)]
+    path = _file(tmp_path, 'p.csv', 'x,label\n' + ''.join(f'{i},{t}\n' for i, t in enumerate(labels)))
+    out = tmp_path / 'o.parquet'
+    assert run_main(['eval', 'x/2', '--points', path, '-o', str(out)]).code == 0
+    assert pq.read_table(out).to_pylist() == [{'x': str(i), 'label': t, 'value': i / 2}
+                                              for i, t in enumerate(labels)]
+    path = _file(tmp_path, 'big.csv', 'x,label\n1,a\n2,' + 'b' * 3000 + '\n')
+    run = run_main(['eval', 'x', '--points', path, '-o', str(tmp_path / 'big.parquet')])
+    assert (run.code, run.err) == (2, f'adgrad: error: {path}: line 3: a cell of more than '
+                                      '2 GiB cannot go into Parquet\n')
+    assert not (tmp_path / 'big.parquet').exists()
+
+
+def test_a_bad_row_after_parquet_output_began_is_one_line(tmp_path):
+    pytest.importorskip('pyarrow')
+    import subprocess
+    # Many chunks: the Parquet file has rows in it when the bad one comes.
+    path = _file(tmp_path, 'p.csv', 'x\n' + ''.join(f'{i}\n' for i in range(70_000)) + 'oops\n')
+    code = ('import sys\n'
+            'from autodiff_cli.cli import main\n'
+            f'sys.exit(main.main(["eval", "x", "--points", "{path}", "-o", "{tmp_path}/o.parquet"]))')
+    run = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True)
+    assert (run.returncode, run.stderr) == (
+        2, f"adgrad: error: {path}: line 70002: 'x' is 'oops', not a number\n")
+    assert os.listdir(tmp_path) == ['p.csv']

@@ -301,8 +301,10 @@ class _Behind:
         self._raise()
         self.writer.close()
 
-    def __exit__(self, *exc):
+    def __exit__(self, error_type, *_):
         self._wait()
+        if error_type is not None and hasattr(self.writer, 'abandon'):
+            self.writer.abandon()
 
 
 def merge_bad(so_far, chunk_bad):

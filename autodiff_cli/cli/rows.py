@@ -4,6 +4,7 @@ shortest round-trip form."""
 
 import json
 
+from ..errors import AdgradError
 from .output import json_number as _json_number, number
 from .points import ABSENT
 
@@ -145,17 +146,18 @@ def arrow_echo(block, computed, delimiter, file, numbers=None):
 # importing it costs 0.2 s, more than writing 10^6 rows.
 
 def binary_array(pieces, valid=None):
-    """An Arrow binary array of byte strings (large_binary past 2 GiB);
-    `valid` (bools) marks the non-null."""
+    """An Arrow binary array of byte strings; `valid` (bools) marks the
+    non-null. OverflowError past 2 GiB, which its offsets cannot hold."""
     import numpy as np
     import pyarrow as pa
-    lengths = np.fromiter(map(len, pieces), np.int64, len(pieces))
-    large = lengths.sum() >= 1 << 31
-    offsets = np.zeros(len(pieces) + 1, np.int64 if large else np.int32)
-    np.cumsum(lengths, out=offsets[1:])
-    return pa.Array.from_buffers(pa.large_binary() if large else pa.binary(), len(pieces),
+    offsets = np.zeros(len(pieces) + 1, np.int64)
+    np.cumsum(np.fromiter(map(len, pieces), np.int64, len(pieces)), out=offsets[1:])
+    if offsets[-1] >= 1 << 31:
+        raise OverflowError('more than 2 GiB of text in one array')
+    return pa.Array.from_buffers(pa.binary(), len(pieces),
                                  [None if valid is None else _bits(valid),
-                                  pa.py_buffer(offsets), pa.py_buffer(b''.join(pieces))])
+                                  pa.py_buffer(offsets.astype(np.int32)),
+                                  pa.py_buffer(b''.join(pieces))])
 
 
 def bool_array(flags):
@@ -320,24 +322,47 @@ class ParquetRows:
         self.header, self.outputs, self.path, self.writer = header, outputs, path, None
 
     def write(self, chunk, computed):
+        if chunk.table is not None:
+            return self._write(list(chunk.table.columns), computed)
+        import pyarrow as pa
+        rows = chunk.rows()
+        spans = [(0, len(rows))]
+        while spans:   # in order; a span with more than 2 GiB of a column's text is halved
+            start, stop = spans.pop()
+            columns = list(zip(*rows[start:stop])) if stop > start else [()] * len(self.header)
+            try:
+                texts = [binary_array([b'' if c is ABSENT or c is None else _cell(c).encode()
+                                       for c in column],
+                                      [c is not ABSENT and c is not None for c in column]
+                                      ).cast(pa.string()) for column in columns]
+            except OverflowError:
+                if stop - start == 1:
+                    raise AdgradError(f'{chunk.source.name}: {chunk.source.unit} '
+                                      f'{chunk.numbers[start]}: a cell of more than 2 GiB '
+                                      'cannot go into Parquet') from None
+                middle = (start + stop) // 2
+                spans += [(middle, stop), (start, middle)]
+                continue
+            self._write(texts, [column[start:stop] for column in computed])
+
+    def _write(self, arrays, computed):
         import pyarrow as pa
         import pyarrow.parquet as pq
-        if chunk.table is not None:
-            arrays = list(chunk.table.columns)
-        else:
-            rows = chunk.rows()
-            columns = list(zip(*rows)) if rows else [()] * len(self.header)
-            arrays = [binary_array([b'' if c is ABSENT or c is None else _cell(c).encode()
-                                    for c in column],
-                                   [c is not ABSENT and c is not None for c in column])
-                      for column in columns]
-            arrays = [a.cast(pa.string() if a.type == pa.binary() else pa.large_string())
-                      for a in arrays]
-        arrays += [float_array(column) for column in computed]
+        arrays = arrays + [float_array(column) for column in computed]
         batch = pa.RecordBatch.from_arrays(arrays, names=self.header + self.outputs)
         if self.writer is None:
             self.writer = pq.ParquetWriter(self.path, batch.schema)
         self.writer.write_batch(batch)
+
+    def abandon(self):
+        """After an error, with the file to be removed: the writer closed now,
+        quietly, not when it is freed (which would report a write to a closed file)."""
+        writer, self.writer = self.writer, None
+        if writer is not None:
+            try:
+                writer.close()
+            except Exception:   # noqa: BLE001 - the error that came first is the one said
+                pass
 
     def close(self):
         import pyarrow as pa
