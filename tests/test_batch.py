@@ -182,6 +182,24 @@ def test_many_blocks_give_the_same_rows_and_count_non_finite_rows(monkeypatch, b
     assert bad == (graph.inputs['x'] + 1, int((x <= 0).sum()))
 
 
+@pytest.mark.parametrize('block_bytes', [None, 1])
+def test_the_node_to_blame_is_sought_only_in_rows_that_are_not_finite(monkeypatch, block_bytes):
+    """Row 0: 1/x is inf, which min() masks (a finite value). Rows 100 and
+    101: log(y) is -inf, and so is the value. The report names log(y) in 2
+    rows, whether or not row 0 shares their block."""
+    import numpy as np
+
+    from autodiff_cli.core import batch
+    if block_bytes is not None:
+        monkeypatch.setattr(batch, '_BLOCK_BYTES', block_bytes)   # blocks of 64 rows
+    graph = lower('min(1/x, 5) + log(y)')
+    x, y = np.ones(200), np.ones(200)
+    x[0], y[100:102] = 0.0, 0.0
+    value, _, bad = run_batch(graph, {'x': x, 'y': y}, 200)
+    log_y = next(i for i, node in enumerate(graph.nodes) if node.op == 'log')
+    assert bad == (log_y, 2) and np.isfinite(value[0]) and np.isinf(value[100])
+
+
 def test_every_row_is_as_wide_as_the_header(run_cli, tmp_path):
     # The totals agree (3 commas for 3 rows of 2 columns) but two rows do not.
     path = write(tmp_path, 'p.csv', 'x,y\n1,2,3\n4\n5,6\n')

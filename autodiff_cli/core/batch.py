@@ -67,9 +67,10 @@ def run_batch(graph, columns, rows, wrt=()):
     `columns` maps each input name to an array of `rows` values, or to one
     number for every row. Returns (value, {name: gradient}, bad): float64
     arrays of length `rows`, and (node id, rows) for the first node whose
-    value is not finite in some rows, or None. Only rows whose value or
-    gradients are not finite are searched for such a node: a non-finite
-    intermediate that the output masks (exp(-inf) = 0) goes unreported.
+    value is not finite in some rows, and in how many, or None. Only rows
+    whose value or gradients are not finite are searched and counted: a
+    non-finite intermediate that the output masks (exp(-inf) = 0) goes
+    unreported.
 
     The rows go through in blocks that fit in the processor's cache: every
     intermediate array is then reused memory, hot in cache, instead of fresh
@@ -99,9 +100,13 @@ def run_batch(graph, columns, rows, wrt=()):
             total = np.add.reduce(results[:, start:stop], axis=None)
             if total - total == 0:
                 continue
-            bad = next((i for i, v in enumerate(values) if not np.isfinite(v).all()), None)
+            # Among those rows only, so that what is found does not depend
+            # on which rows share a block (its size depends on the graph's).
+            hit = ~np.isfinite(results[:, start:stop]).all(axis=0)
+            bad = next((i for i, v in enumerate(values)
+                        if not np.isfinite(v[hit] if np.ndim(v) else v).all()), None)
             if bad is not None and (first_bad is None or bad <= first_bad):
-                count = int(np.broadcast_to(~np.isfinite(values[bad]), (stop - start,)).sum())
+                count = int(np.broadcast_to(~np.isfinite(values[bad]), (stop - start,))[hit].sum())
                 bad_rows = count + (bad_rows if bad == first_bad else 0)
                 first_bad = bad
     return value, gradient, None if first_bad is None else (first_bad, bad_rows)
