@@ -163,3 +163,20 @@ def test_the_inlined_gradient_may_differ_by_the_rounding_of_terms_that_cancel():
     assert problems(case, runs(6.929310680803269e-09)) == []
     assert problems(case, runs(1e-3)) == [
         'wrong numbers: inlined program gives z = 0.001, the single point -0.0']
+
+
+def test_points_are_read_by_pyarrow_and_by_python_and_must_agree(monkeypatch):
+    """A points case runs twice, pyarrow's reader forced and then none: a
+    reader that read a cell wrong (here pyarrow's, made to add 1) is found."""
+    pytest.importorskip('pyarrow')
+    from autodiff_cli.cli import points
+    case = {'kind': 'points', 'argv': ['grad', 'x*x', '--points', 'p.csv', '-o', 'out.csv'],
+            'files': {'p.csv': b'x,label\n1,"a, ""b"""\n2,c\n'}}
+    runs = execute(case, LIMIT)
+    assert len(runs) == 2 and runs[0] == runs[1] and '[out.csv: ' in runs[0].err
+    assert problems(case, runs) == []
+    real = points.CsvSource.fast_columns
+    monkeypatch.setattr(points.CsvSource, 'fast_columns', lambda *a: None if real(*a) is None
+                        else {k: v + 1 for k, v in real(*a).items()})
+    assert problems(case, execute(case, LIMIT)) == [
+        'readers differ: pyarrow and Python read the points differently']

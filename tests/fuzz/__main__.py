@@ -194,7 +194,8 @@ def main(argv=None):
     print(f'internal errors (exit 70): {sum(map(len, causes.values()))} '
           f'in {len(causes)} distinct causes')
     print(f'hangs (over {args.limit:g} s): {len(hangs)}')
-    for name in ('stdout on exit 2', 'wrong numbers', 'traceback on stderr', 'exit'):
+    for name in ('stdout on exit 2', 'wrong numbers', 'readers differ', 'traceback on stderr',
+                 'exit'):
         print(f'{name}: {len(other.get(name, []))}')
     for cause, indices in sorted(causes.items(), key=lambda kv: -len(kv[1])):
         print(f'\n--- exit 70, {len(indices)}x: {cause}')

@@ -3,6 +3,9 @@
 - the exit code is 0, 1 or 2, never 70 (a bug) nor anything else;
 - nothing on stdout when the exit is 2, and no traceback on stderr;
 - an answer within a fixed time;
+- for a points case: the same exit code, stdout, stderr and output files
+  whether pyarrow reads the CSV or TSV (forced, whatever its size) or
+  Python does;
 - for a numbers case: the single point, its row of a batch, and the program
   with its blocks inlined give the same value and gradient (a gradient that is
   non-finite on either side of the inlined comparison is not compared: sharing
@@ -39,17 +42,60 @@ def execute(case, limit):
             with open(os.path.join(folder, name), 'wb') as f:
                 f.write(data)
         os.chdir(folder)
+        readers = ('pyarrow', 'python') if case['kind'] == 'points' else (None,)
         for argv in case.get('runs') or [case['argv']]:
-            signal.setitimer(signal.ITIMER_REAL, limit)
-            try:
-                runs.append(run_main(argv, stdin=case.get('stdin', b'')))
-            finally:
-                signal.setitimer(signal.ITIMER_REAL, 0)
+            for reader in readers:
+                signal.setitimer(signal.ITIMER_REAL, limit)
+                try:
+                    with _points_read_by(reader):
+                        run = run_main(argv, stdin=case.get('stdin', b''))
+                finally:
+                    signal.setitimer(signal.ITIMER_REAL, 0)
+                if reader is not None:   # what it wrote with -o, beside stdout
+                    run = run._replace(err=run.err + ''.join(
+                        f'\n[{name}: {_digest(name)}]' for name in sorted(os.listdir('.'))
+                        if name.startswith(('out.', '-out.'))))
+                runs.append(run)
     finally:
         signal.signal(signal.SIGALRM, previous)
         os.chdir(cwd)
         shutil.rmtree(folder, ignore_errors=True)
     return runs
+
+
+class _points_read_by:
+    """pyarrow's CSV reader for a file of any size, or Python's alone (None: as it is)."""
+
+    def __init__(self, reader):
+        self.reader = reader
+
+    def __enter__(self):
+        from autodiff_cli.cli import points
+        self.saved = points._ARROW_BYTES, points._pyarrow_csv
+        if self.reader == 'pyarrow':
+            points._ARROW_BYTES = 0
+        elif self.reader == 'python':
+            points._pyarrow_csv = lambda: None
+
+    def __exit__(self, *exc):
+        from autodiff_cli.cli import points
+        points._ARROW_BYTES, points._pyarrow_csv = self.saved
+
+
+def _digest(name):
+    import hashlib
+    try:
+        with open(name, 'rb') as f:
+            data = f.read()
+        os.unlink(name)
+    except OSError as error:
+        return type(error).__name__
+    if name.endswith('.parquet'):   # the table, not the bytes (which name the writer)
+        import io
+
+        import pyarrow.parquet as pq
+        data = repr(pq.read_table(io.BytesIO(data)).to_pylist()).encode()
+    return hashlib.sha256(data).hexdigest()[:16]
 
 
 def internal_error(run):
@@ -74,6 +120,10 @@ def problems(case, runs):
             found.append('traceback on stderr')
     if not found and case['kind'] == 'numbers':
         found += _disagreements(case, runs)
+    if not found and case['kind'] == 'points':
+        for fast, slow in zip(runs[0::2], runs[1::2]):
+            if (fast.code, fast.out, fast.err) != (slow.code, slow.out, slow.err):
+                found.append('readers differ: pyarrow and Python read the points differently')
     return found
 
 
