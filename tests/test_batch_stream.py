@@ -509,3 +509,21 @@ def test_a_bad_row_after_parquet_output_began_is_one_line(tmp_path):
     assert (run.returncode, run.stderr) == (
         2, f"adgrad: error: {path}: line 70002: 'x' is 'oops', not a number\n")
     assert os.listdir(tmp_path) == ['p.csv']
+
+
+@pytest.mark.parametrize('data', ['x,y\n\ufeff1,2\n3,4\n', 'x\ty\r\ufeff1\t2\r',
+                                  'label,x,y\n\ufeffa,1,2\n'])
+def test_a_byte_order_mark_inside_the_rows_is_a_cell_s_text(tmp_path, monkeypatch, arrow_always,
+                                                            data):
+    """pyarrow drops a byte-order mark at the start of what it reads, which
+    for a chunk is a row's first cell: that chunk is read by Python, which
+    keeps it (an error where it is a variable's cell, as float() says)."""
+    from autodiff_cli.cli import points
+    path = _file(tmp_path, 'p.tsv' if '\t' in data else 'p.csv', data)
+    fast = run_main(['grad', 'x*y', '--points', path])
+    monkeypatch.setattr(points, '_pyarrow_csv', lambda: None)
+    assert fast == run_main(['grad', 'x*y', '--points', path])
+    if data.startswith('x'):
+        assert fast.code == 2 and "'x' is '\\ufeff1', not a number" in fast.err
+    else:
+        assert fast.code == 0 and fast.out.splitlines()[1] == '\ufeffa,1,2,2.0,2.0,1.0'

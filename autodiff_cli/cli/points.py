@@ -394,6 +394,8 @@ class CsvSource(Source):
         say exactly (the slow path then names the row to blame)."""
         if chunk.block is None or not len(chunk) or self.arrow(chunk) is None:
             return None
+        if chunk.block.startswith(codecs.BOM_UTF8):
+            return None  # pyarrow would drop it as a file's byte-order mark: it is the cell's
         # pyarrow reads a blank line as a row of empty cells, whatever the
         # columns, which a value from the command line would then fill.
         chunk.drop_blank()
