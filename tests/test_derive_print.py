@@ -105,7 +105,9 @@ def test_several_variables_share_bindings():
     ('log(x)', 'd_x = 1/x'),
     ('x*y*z', 'd_x = y*z\nd_y = x*z\nd_z = x*y'),
     ('2^x', 'd_x = 0.6931471805599453*2^x'),
-    ('(x + 1)^3', 'd_x = 3*(x + 1)^2'),
+    ('(x + 1)^3', 'd_x = 3*(x+1)^2'),
+    ('tanh(x)', 't1 = tanh(x)\nd_x = (1-t1)*(t1+1)'),                # a sum of atoms, tight
+    ('(x + 1)^2*(y - 2*x)', 't1 = x + 1\nd_y = t1^2\nd_x = 2*(y - 2*x)*t1 - 2*d_y'),
     ('x/y', 'd_x = 1/y\nd_y = -x/y/y'),
     ('min(z - z, -0.5) + x', 'd_z = 0\nd_x = 1'),                   # a - a -> 0
     ('log(x/x) + y', 'd_x = 0\nd_y = 1'),                           # a/a -> 1, then 1/x - 1/x

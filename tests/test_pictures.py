@@ -353,7 +353,7 @@ def test_a_call_with_several_arguments_names_them_as_the_caller_wrote_them():
     assert [c.expr for c in calls] == [f'h{k} = neuron(w{k}, b{k}, x)' for k in range(1, 5)]
     # ∂h1/∂w1 = x·(1 - tanh²(w1·x + b1)) by hand; the formula on the first call only.
     h = math.tanh(0.3 * 0.5 - 0.1)
-    assert f'∂h1/∂w1 = ((1 - h1)*(h1 + 1))*x = {0.5 * (1 - h * h):.4g}' in calls[0].notes
+    assert f'∂h1/∂w1 = ((1-h1)*(h1+1))*x = {0.5 * (1 - h * h):.4g}' in calls[0].notes
     h = math.tanh(-0.6 * 0.5 + 0.2)
     assert f'∂h2/∂w2 = {0.5 * (1 - h * h):.4g}' in calls[1].notes
 

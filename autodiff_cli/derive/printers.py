@@ -214,6 +214,8 @@ def _fill(template, texts):
     parts = []
     for i, (text, precedence) in enumerate(texts):
         if precedence < template.slots[i]:
+            if precedence == 1:
+                text = _tight(text)
             text = f'({text})' if template.text != LATEX['pow'].text else rf'\left({text}\right)'
         elif template.slots[i] >= 3 and text.startswith('-') and template.text.startswith('-'):
             text = f'({text})'                      # never `--x`
@@ -226,6 +228,28 @@ def _fill(template, texts):
 
 
 _PIECES = {}     # template text -> its literal pieces and slot numbers, alternating
+
+
+def _tight(text):
+    """A sum of atoms put in parentheses, without the spaces around its signs:
+    `(1-t)*(t+1)`, as one writes it by hand; the spaces are kept for the sum
+    around it, and inside parentheses for a sum with a product or a power
+    in it (`(-(y-1)/t1 - y/p)`), where they show which sign binds last."""
+    depth, signs = 0, []
+    for k, c in enumerate(text):
+        if c == '(':
+            depth += 1
+        elif c == ')':
+            depth -= 1
+        elif depth == 0:
+            if c in '*/^':
+                return text
+            if c in '+-' and text[k - 1:k] == ' ' and text[k + 1:k + 3] == ' ' + text[k + 2:k + 3] \
+                    and text[k + 2:k + 3] not in '+-':
+                signs.append(k)
+    for k in reversed(signs):
+        text = text[:k - 1] + text[k] + text[k + 2:]
+    return text
 
 
 # ---- numbers and names, per language ----
