@@ -57,7 +57,8 @@ HOSTILE = [
     ('U+2028 inside a JSON string', 'p.jsonl', '{"x": 1, "s": "a\u2028b"}\n', ['--format', 'csv'],
      0, [['x', 's', 'value'], ['1', 'a\u2028b', '2.0']]),
     ('bad UTF-8', 'p.csv', b'x\n1\n\xff\n', [], 2, 'byte 4 is not UTF-8 text'),
-    ('a quote left open', 'p.csv', 'label,x\n"open,1\n2,3\n', [], 2, 'line 2: 1 fields where'),
+    ('a quote left open', 'p.csv', 'label,x\n"open,1\n2,3\n', [], 2,
+     'line 2: a quoted field opens here and is never closed'),
     ('a row too short after many', 'p.csv', 'x,y\n' + '1,2\n' * 5000 + '3\n', [], 2,
      'line 5002: 1 fields where the header has 2'),
 ]
@@ -527,3 +528,37 @@ def test_a_byte_order_mark_inside_the_rows_is_a_cell_s_text(tmp_path, monkeypatc
         assert fast.code == 2 and "'x' is '\\ufeff1', not a number" in fast.err
     else:
         assert fast.code == 0 and fast.out.splitlines()[1] == '\ufeffa,1,2,2.0,2.0,1.0'
+
+
+@pytest.mark.parametrize('rows', [2, 70_000])   # the csv module's reading, and past pyarrow's size
+def test_a_quoted_field_never_closed_is_an_error_not_the_rest_of_the_file(tmp_path, rows):
+    """The csv module reads an unclosed quote to the end of the file as one
+    cell, so every row after it would vanish without a word."""
+    path = _file(tmp_path, 'p.csv', 'x,note\n1,"stray\n' + ''.join(f'{i},ok\n' for i in range(rows)))
+    run = run_main(['eval', 'x', '--points', path])
+    assert (run.code, run.out) == (2, '')
+    assert run.err == (f'adgrad: error: {path}: line 2: a quoted field opens here and is never '
+                       'closed (the rest of the file would be its text)\n')
+    fine = _file(tmp_path, 'q.csv', 'x,note\n1,"two\nlines"\n2,"a, ""b"""')   # no final line break
+    assert run_main(['eval', 'x', '--points', fine]).out.splitlines()[-1] == '2,"a, ""b""",2.0'
+
+
+def test_parquet_nulls_and_parquet_where_text_was_expected(tmp_path):
+    pa = pytest.importorskip('pyarrow')
+    import pyarrow.parquet as pq
+    path = str(tmp_path / 'n.parquet')
+    pq.write_table(pa.table({'x': [1.0, None, 2.0], 'y': pa.array([2, None, 5], pa.int64())}), path)
+    run = run_main(['grad', 'x*y', '--points', path])
+    assert (run.code, run.err) == (2, f"adgrad: error: {path}: row 2: no value for 'x'\n")
+    run = run_main(['grad', 'x*y', '--points', path, 'y=3', '--wrt', 'y'])
+    assert run.code == 2 and run.err.endswith(f"adgrad: error: {path}: row 2: no value for 'x'\n")
+    assert run_main(['grad', 'x*y', '--points', path, 'x=7', 'y=3']).out.splitlines()[2] == \
+        ',,21.0,3.0,7.0'
+    data = (tmp_path / 'n.parquet').read_bytes()
+    run = run_main(['eval', 'x', '--points', '-'], stdin=data)
+    assert (run.code, run.err) == (2, 'adgrad: error: <stdin> is Parquet, which adgrad reads from '
+                                      'a file whose name ends in .parquet (not from standard '
+                                      'input)\n')
+    misnamed = _file(tmp_path, 'n.bin', data)
+    assert run_main(['eval', 'x', '--points', misnamed]).err.endswith(
+        'is Parquet, which adgrad reads from a file whose name ends in .parquet\n')

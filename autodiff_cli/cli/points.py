@@ -179,6 +179,8 @@ class Source:
                 return float(cell)
             except ValueError:
                 pass
+        elif isinstance(cell, (int, float)) and not isinstance(cell, bool):
+            return float(cell)   # a Parquet number, beside a null that stopped the quick path
         raise chunk.error(i, f"'{variable}' is {cell!r}, not a number")
 
 
@@ -285,6 +287,19 @@ def _simple_quotes(block, delimiter):
                 and np.array_equal(np.searchsorted(breaks, opens), np.searchsorted(breaks, closes)))
 
 
+def _never_closed(record, delimiter):
+    """Whether the record (the last of a file) ends inside a quoted field,
+    which the csv module takes to the end of the file without a word."""
+    if '"' not in record:
+        return False
+    try:
+        for _ in csv.reader(io.StringIO(record, newline=''), delimiter=delimiter, strict=True):
+            pass
+    except csv.Error as error:
+        return 'unexpected end of data' in str(error)
+    return False
+
+
 class CsvSource(Source):
     def __init__(self, name, kind, stream):
         self.delimiter = '\t' if kind == 'tsv' else ','
@@ -332,7 +347,7 @@ class CsvSource(Source):
             yield from self._quoted(block, final=True)
 
     def _quoted(self, block, final):
-        consumed = []
+        consumed, ended = [], []
 
         def feed():
             for physical in io.StringIO(block.decode(), newline=''):
@@ -340,6 +355,7 @@ class CsvSource(Source):
                 yield physical
             if not final:
                 raise _MoreNeeded
+            ended.append(True)   # the reader met the end of the file inside a record
 
         reader = csv.reader(feed(), delimiter=self.delimiter)
         try:
@@ -348,6 +364,9 @@ class CsvSource(Source):
                 line, count = self.line, len(consumed)
                 consumed.clear()
                 self.line += count
+                if ended and _never_closed(raw, self.delimiter):
+                    raise self.error(line, 'a quoted field opens here and is never closed '
+                                           '(the rest of the file would be its text)')
                 raw = raw[:-2] if raw.endswith('\r\n') else \
                     raw[:-1] if raw.endswith(('\r', '\n')) else raw
                 yield fields, raw.encode(), line
@@ -593,6 +612,9 @@ def open_points(stream, name, path=None):
     if name.endswith(('.jsonl', '.ndjson', '.json')):
         return JsonlSource(name, stream)
     head, stream = _head(stream)
+    if head.startswith(b'PAR1'):   # Parquet's magic number: a file read by its ending only
+        raise AdgradError(f'{name} is Parquet, which adgrad reads from a file whose name ends '
+                          'in .parquet' + (' (not from standard input)' if path is None else ''))
     if head.lstrip(b'\xef\xbb\xbf \t\r\n').startswith(b'{'):
         return JsonlSource(name, stream)
     first = re.split(rb'\r\n|\r|\n', head, maxsplit=1)[0]
