@@ -226,8 +226,14 @@ def test_a_bug_is_one_line_and_exit_70(run_cli, monkeypatch):
     assert (code, out) == (70, '')
     assert err == ('adgrad: internal error: ZeroDivisionError: a planted bug '
                    '(run with --traceback and report it)\n')
-    with pytest.raises(ZeroDivisionError):
-        run_cli('eval', 'x', 'x=1', '--traceback')
+    code, out, err = run_cli('eval', 'x', 'x=1', '--traceback')
+    assert (code, out) == (70, '')
+    assert err.startswith('Traceback (most recent call last):\n')
+    assert 'ZeroDivisionError: a planted bug\n' in err and err.endswith(
+        'adgrad: internal error: ZeroDivisionError: a planted bug '
+        '(run with --traceback and report it)\n')
+    code, _, err = run_cli('eval', 'x +', 'x=1', '--traceback')   # bad input: still exit 2
+    assert code == 2 and 'AdgradError' in err and err.endswith('^\n')
 
 
 def test_error_lines_show_a_window_around_the_caret(run_cli):

@@ -133,7 +133,8 @@ def _failed(error, env, show_traceback):
     if isinstance(error, SystemExit):   # argparse, after --help and --version
         return error.code if isinstance(error.code, int) else Exit.OK
     if show_traceback and not isinstance(error, BrokenPipeError):
-        raise error
+        import traceback   # for a bug report; the exit code is the one without it
+        env.stderr.write(''.join(traceback.format_exception(error)))
     if isinstance(error, KeyboardInterrupt):
         return Exit.INTERRUPTED
     if isinstance(error, OSError):   # reading is checked where it happens; this is the output
