@@ -204,12 +204,12 @@ class Bench:
 
         row(r'diff of a (\d+)-op expression: ([\d.]+) s .*printed size ([\d.]+)x',
             'derivatives (issue 9): `adgrad diff` of a large sum of products, whole process',
-            lambda n, s, size: f'{n:,.0f} ops: {s:.2f} s, printed size {size:.3g}× the input',
+            lambda n, s, size: f'{n:,.0f} ops: {s:.2f} s, printed size {size:.4g}× the input',
             '≤ 3 s, ≤ 6×', lambda n, s, size: s <= 3 and size <= 6)
         row(r'diff of a (\d+)-op nesting: ([\d.]+) s .*printed size ([\d.]+)x',
             'derivatives (issue 9): `adgrad diff` of a deep nesting (sin cos tanh sigmoid), '
             'whole process',
-            lambda n, s, size: f'{n:,.0f} ops: {s:.2f} s, printed size {size:.3g}× the input',
+            lambda n, s, size: f'{n:,.0f} ops: {s:.2f} s, printed size {size:.4g}× the input',
             '≤ 3 s, ≤ 6×', lambda n, s, size: s <= 3 and size <= 6)
         row(r'size ratio ([\d.]+) for (\d+)x the depth',
             'derivatives (issue 9): `diff` of e = sin(e) + x*e, size against depth',
