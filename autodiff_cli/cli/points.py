@@ -6,8 +6,9 @@ input at a time, so memory stays bounded whatever the number of rows. A
 CSV chunk keeps its rows' original text (echoed as it was when the output
 is the same format) and turns only the variables' columns into numbers:
 with pyarrow's C reader when it is installed and each line of the chunk is
-one record (no quoted line breaks, no blank lines), else with float() per cell. Any irregularity falls
-back to the csv module and per-cell checks, which name the line to blame.
+one record (no quoted line breaks, no blank lines), else with float() per
+cell. Any irregularity falls back to the csv module and per-cell checks,
+which name the line to blame.
 
 Rows are split only at CR, LF or CRLF, quoted fields may hold line breaks,
 and a field may be of any length.

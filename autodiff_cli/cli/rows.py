@@ -4,7 +4,6 @@ shortest round-trip form."""
 
 import json
 
-from ..errors import AdgradError
 from .output import json_number as _json_number, number
 from .points import ABSENT
 
@@ -337,9 +336,8 @@ class ParquetRows:
                                       ).cast(pa.string()) for column in columns]
             except OverflowError:
                 if stop - start == 1:
-                    raise AdgradError(f'{chunk.source.name}: {chunk.source.unit} '
-                                      f'{chunk.numbers[start]}: a cell of more than 2 GiB '
-                                      'cannot go into Parquet') from None
+                    raise chunk.error(start, 'a cell of more than 2 GiB cannot go into '
+                                             'Parquet') from None
                 middle = (start + stop) // 2
                 spans += [(middle, stop), (start, middle)]
                 continue

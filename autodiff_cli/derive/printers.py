@@ -244,7 +244,8 @@ def _tight(text):
         elif depth == 0:
             if c in '*/^':
                 return text
-            if c in '+-' and text[k - 1:k] == ' ' and text[k + 1:k + 3] == ' ' + text[k + 2:k + 3] \
+            # ` + ` or ` - `, not before a sign (`a - -1` keeps its spaces)
+            if c in '+-' and text[k - 1:k] == text[k + 1:k + 2] == ' ' \
                     and text[k + 2:k + 3] not in '+-':
                 signs.append(k)
     for k in reversed(signs):

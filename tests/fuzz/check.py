@@ -15,6 +15,7 @@
   inlined program's gradient may differ by the rounding of terms that cancel).
 """
 
+import contextlib
 import json
 import math
 import os
@@ -63,26 +64,24 @@ def execute(case, limit):
     return runs
 
 
-class _points_read_by:
+@contextlib.contextmanager
+def _points_read_by(reader):
     """pyarrow's CSV reader for a file of any size, or Python's alone (None: as it is)."""
-
-    def __init__(self, reader):
-        self.reader = reader
-
-    def __enter__(self):
-        from autodiff_cli.cli import points
-        self.saved = points._ARROW_BYTES, points._pyarrow_csv
-        if self.reader == 'pyarrow':
-            points._ARROW_BYTES = 0
-        elif self.reader == 'python':
-            points._pyarrow_csv = lambda: None
-
-    def __exit__(self, *exc):
-        from autodiff_cli.cli import points
-        points._ARROW_BYTES, points._pyarrow_csv = self.saved
+    from autodiff_cli.cli import points
+    saved = points._ARROW_BYTES, points._pyarrow_csv
+    if reader == 'pyarrow':
+        points._ARROW_BYTES = 0
+    elif reader == 'python':
+        points._pyarrow_csv = lambda: None
+    try:
+        yield
+    finally:
+        points._ARROW_BYTES, points._pyarrow_csv = saved
 
 
 def _digest(name):
+    """A short hash of what the run wrote to `name` (a Parquet file's table),
+    and the file removed, so that the other reader's run writes it afresh."""
     import hashlib
     try:
         with open(name, 'rb') as f:
