@@ -8,7 +8,7 @@ import random
 from hypothesis import given, strategies as st
 
 from autodiff_cli import backward, forward, lower
-from autodiff_cli.cli.output import NodeRecord, _Numbers, node_records
+from autodiff_cli.cli.output import NodeRecord, NodeRows, _Numbers, node_records
 from autodiff_cli.core.graph import Graph, Node
 from autodiff_cli.core.numbers import number
 
@@ -62,8 +62,28 @@ def test_the_plain_node_lines_are_each_field_and_number_as_before():
     records = [NodeRecord(i, 'add', None if i % 2 else 'x', [], f'e{i}', 'f#1' if i % 3 else None,
                           v, None if i % 4 == 1 else numbers[-1 - i])
                for i, v in enumerate(numbers)]
-    text = plain(Result(value=1.0, inputs={}, gradients={}, nodes=records), None)
+    text = ''.join(plain(Result(value=1.0, inputs={}, gradients={}, nodes=NodeRows.of(records)),
+                         None))
     expected = ['value\t1.0'] + ['\t'.join(['node', str(r.id), r.op, r.name or '-', r.block or '-',
                                             number(r.value), '-' if r.grad is None else number(r.grad),
                                             r.expr]) for r in records]
     assert text == '\n'.join(expected) + '\n'
+
+
+def test_plain_node_lines_written_in_parts_are_the_whole_text():
+    # More nodes than one part (8,192 lines) holds: the parts join to the
+    # lines one by one, with nothing lost or repeated at a seam.
+    from autodiff_cli.cli.output import Result, plain
+    graph = lower('+'.join(f'sin(x*{k})' for k in range(3000)))
+    values = forward(graph, {'x': 0.5})
+    nodes = node_records(graph, values, backward(graph, values))
+    assert len(nodes) > 8192
+    parts = list(plain(Result(value=values[graph.output], inputs={}, gradients={}, nodes=nodes),
+                       None))
+    assert len(parts) > 2
+    expected = [f'value\t{number(values[graph.output])}'] + [
+        '\t'.join(['node', str(r.id), r.op, r.name or '-', r.block or '-', number(r.value),
+                   '-' if r.grad is None else number(r.grad), r.expr]) for r in nodes]
+    assert ''.join(parts) == '\n'.join(expected) + '\n'
+    assert [r.id for r in nodes] == list(range(len(graph.nodes)))
+    assert nodes[5] == list(nodes)[5] and nodes[-1].id == len(graph.nodes) - 1

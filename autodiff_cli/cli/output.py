@@ -1,9 +1,9 @@
 """Output: a result of eval or grad in each format, and the one rich table
 builder; numbers through core.numbers, the one formatter pictures use too.
 
-A writer per format turns a Result into text; write() puts that text on
-stdout in one piece, so a refusal (a name that would repeat a column) leaves
-stdout empty. Numbers print in shortest round-trip form: float(text) == value.
+A writer per format turns a Result into text, or into parts of text (plain
+--nodes, which can be 16 MB); write() puts it on stdout. A refusal (a name
+that would repeat a column) comes before any text, so it leaves stdout empty. Numbers print in shortest round-trip form: float(text) == value.
 User text reaches rich only as Text, never as markup.
 """
 
@@ -68,7 +68,7 @@ class Result:
         self.value = value
         self.inputs = inputs          # variable name -> the value it had, sorted by name
         self.gradients = gradients    # variable name -> df/dname, in the order asked; None for eval
-        self.nodes = nodes            # NodeRecords, with --nodes; else None
+        self.nodes = nodes            # NodeRows, with --nodes; else None
         self.warnings = list(warnings)
         self.title = title            # the output's source text, for the table
 
@@ -76,23 +76,61 @@ class Result:
         return f'Result({", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__)})'
 
 
+class NodeRows:
+    """The rows of --nodes, kept as columns: a list of NodeRecords to read
+    (iterating or indexing makes them), and plain tuples in the same field
+    order for a writer that formats 10^5 of them (rows()), which building a
+    record per node would double."""
+    __slots__ = ('columns',)
+
+    def __init__(self, columns):
+        self.columns = columns   # one list per field of NodeRecord, in its order
+
+    @classmethod
+    def of(cls, records):
+        records = list(records)
+        return cls([list(column) for column in zip(*records)] if records
+                   else [[] for _ in NodeRecord._fields])
+
+    def rows(self):
+        return zip(*self.columns)
+
+    def __len__(self):
+        return len(self.columns[0])
+
+    def __iter__(self):
+        make = tuple.__new__
+        return (make(NodeRecord, (i, op, name, list(args), expr, block, value, grad))
+                for i, op, name, args, expr, block, value, grad in self.rows())
+
+    def __getitem__(self, k):
+        if isinstance(k, slice):
+            return list(self)[k]
+        i, op, name, args, expr, block, value, grad = [column[k] for column in self.columns]
+        return NodeRecord(i, op, name, list(args), expr, block, value, grad)
+
+    def __repr__(self):
+        return f'NodeRows({list(self)!r})'
+
+
 def node_records(graph, values, grads=None, text_limit=120):
     """The nodes that ran at this point (an `if`'s untaken branch did not), by tape id."""
-    from itertools import repeat
+    from itertools import compress
 
     from ..core.passes import executed, receives_gradient
-    ran = executed(graph, values)
+    nodes = graph.nodes
     if grads is None:
-        grads = shown = repeat(None)
-    else:
-        shown = receives_gradient(graph)   # a gradient is shown only where one reaches
-    make = tuple.__new__
-    # Zipped columns rather than indexing, and records made in C: this runs
-    # once per node of --nodes.
-    return [make(NodeRecord, (i, op, name, list(args), text, block, value, grad if show else None))
-            for i, (op, args, name, _, _, block), text, value, grad, show, did in zip(
-                range(len(ran)), graph.nodes, graph.texts(text_limit), values, grads, shown, ran)
-            if did]
+        grads = [None] * len(nodes)
+    else:   # a gradient is shown only where one reaches
+        grads = [grad if show else None for grad, show in zip(grads, receives_gradient(graph))]
+    columns = [range(len(nodes)), [n.op for n in nodes], [n.name for n in nodes],
+               [n.args for n in nodes], graph.texts(text_limit), [n.block for n in nodes],
+               values, grads]
+    ran = executed(graph, values)
+    if not all(ran):
+        columns = [list(compress(column, ran)) for column in columns]
+    return NodeRows([list(column) if not isinstance(column, list) else column
+                     for column in columns])
 
 
 # ---- one writer per format ----
@@ -102,16 +140,28 @@ def plain(result, env):
         return number(result.value) + '\n'
     lines = [f'value\t{number(result.value)}']
     lines += [f'd_{name}\t{number(g)}' for name, g in (result.gradients or {}).items()]
-    # The hot loop of --nodes: records unpacked (a field by name costs more),
+    if result.nodes is None:
+        return '\n'.join(lines) + '\n'
+    return _node_lines('\n'.join(lines) + '\n', result.nodes.rows())
+
+
+def _node_lines(head, rows, part=8192):
+    """`head`, then a line per node, joined a part at a time: the text of 10^5
+    nodes is 16 MB, and in one piece it would be made, and encoded, in fresh
+    memory whose every page faults in."""
+    from itertools import islice
+    yield head
+    # The hot loop of --nodes: rows unpacked (a field by name costs more),
     # each distinct number formatted once, a zero (0.0 == -0.0: no dict key)
     # by its sign.
     shown, zeros = _Numbers(), ('0.0', '-0.0')
-    lines += [f'node\t{i}\t{op}\t{name or "-"}\t{block or "-"}\t'
-              f'{shown[value] if value else zeros[copysign(1.0, value) < 0]}\t'
-              f'{"-" if grad is None else shown[grad] if grad else zeros[copysign(1.0, grad) < 0]}'
-              f'\t{expr}'
-              for i, op, name, args, expr, block, value, grad in result.nodes or ()]
-    return '\n'.join(lines) + '\n'
+    while chunk := list(islice(rows, part)):
+        yield ''.join([
+            f'node\t{i}\t{op}\t{name or "-"}\t{block or "-"}\t'
+            f'{shown[value] if value else zeros[copysign(1.0, value) < 0]}\t'
+            f'{"-" if grad is None else shown[grad] if grad else zeros[copysign(1.0, grad) < 0]}'
+            f'\t{expr}\n'
+            for i, op, name, args, expr, block, value, grad in chunk])
 
 
 class _Numbers(dict):
@@ -230,7 +280,9 @@ WRITERS = {
 
 
 def write(result, fmt, env):
-    env.stdout.write(WRITERS[Format(fmt)](result, env))
+    text = WRITERS[Format(fmt)](result, env)
+    for part in (text,) if isinstance(text, str) else text:
+        env.stdout.write(part)
 
 
 # ---- the one table builder ----
