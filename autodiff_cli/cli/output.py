@@ -77,14 +77,17 @@ class Result:
 
 
 class NodeRows:
-    """The rows of --nodes, kept as columns: a list of NodeRecords to read
-    (iterating or indexing makes them), and plain tuples in the same field
-    order for a writer that formats 10^5 of them (rows()), which building a
-    record per node would double."""
+    """The rows of --nodes, kept as columns: NodeRecords to read (iterating
+    or indexing makes them), and plain tuples in the same field order for a
+    writer that formats 10^5 of them (rows()), which building a record per
+    node would double. The texts are made as the rows are read, not held:
+    10^5 of them are 30 MB."""
     __slots__ = ('columns',)
 
     def __init__(self, columns):
-        self.columns = columns   # one list per field of NodeRecord, in its order
+        # one sequence per field of NodeRecord, in its order; or, for a
+        # column made anew at each reading, a function that returns it
+        self.columns = columns
 
     @classmethod
     def of(cls, records):
@@ -93,7 +96,7 @@ class NodeRows:
                    else [[] for _ in NodeRecord._fields])
 
     def rows(self):
-        return zip(*self.columns)
+        return zip(*[column() if callable(column) else column for column in self.columns])
 
     def __len__(self):
         return len(self.columns[0])
@@ -104,10 +107,7 @@ class NodeRows:
                 for i, op, name, args, expr, block, value, grad in self.rows())
 
     def __getitem__(self, k):
-        if isinstance(k, slice):
-            return list(self)[k]
-        i, op, name, args, expr, block, value, grad = [column[k] for column in self.columns]
-        return NodeRecord(i, op, name, list(args), expr, block, value, grad)
+        return list(self)[k]   # (for a reader's convenience: writers iterate)
 
     def __repr__(self):
         return f'NodeRows({list(self)!r})'
@@ -115,6 +115,7 @@ class NodeRows:
 
 def node_records(graph, values, grads=None, text_limit=120):
     """The nodes that ran at this point (an `if`'s untaken branch did not), by tape id."""
+    from functools import partial
     from itertools import compress
 
     from ..core.passes import executed, receives_gradient
@@ -123,14 +124,13 @@ def node_records(graph, values, grads=None, text_limit=120):
         grads = [None] * len(nodes)
     else:   # a gradient is shown only where one reaches
         grads = [grad if show else None for grad, show in zip(grads, receives_gradient(graph))]
-    columns = [range(len(nodes)), [n.op for n in nodes], [n.name for n in nodes],
-               [n.args for n in nodes], graph.texts(text_limit), [n.block for n in nodes],
-               values, grads]
+    ops, args, names, _, _, blocks = zip(*nodes) if nodes else [()] * 6   # the tape's columns, in C
     ran = executed(graph, values)
-    if not all(ran):
-        columns = [list(compress(column, ran)) for column in columns]
-    return NodeRows([list(column) if not isinstance(column, list) else column
-                     for column in columns])
+    if all(ran):
+        texts = partial(graph.each_text, text_limit)
+        return NodeRows([range(len(nodes)), ops, names, args, texts, blocks, values, grads])
+    columns = [range(len(nodes)), ops, names, args, graph.texts(text_limit), blocks, values, grads]
+    return NodeRows([list(compress(column, ran)) for column in columns])
 
 
 # ---- one writer per format ----

@@ -82,9 +82,29 @@ class Graph(namedtuple('Graph', 'nodes output inputs defaults source branches no
         """text(i, limit) of every node, in one pass: nodes of a deep
         expression share the ends of their spans, folded once here, and a
         stretch of source with nothing to fold or blank is taken as it is."""
+        return list(self.each_text(limit))
+
+    def each_text(self, limit=None):
+        """texts(limit), one at a time: --nodes writes 10^5 of them without
+        holding them all."""
         source, heads, tails = self.source, {}, {}
         marks = _marks(source)
-        return [_text(source, node, limit, heads, tails, marks) for node in self.nodes]
+        count = len(marks)
+        long = 4 * limit if limit is not None and limit > 2 else None
+        if long is not None:
+            half, rest = limit // 2, limit - limit // 2 - 1
+        for node in self.nodes:
+            if node.span is None:
+                yield node.name or ''
+                continue
+            start, end = node.span
+            k = _bisect(marks, start)
+            plain = k == count or marks[k] >= end   # no mark from start to end
+            if plain and long is not None and end - start > long:
+                # its ends as they are: every node of a deep expression
+                yield f'{source[start:start + half]}…{source[end - rest:end]}'
+            else:
+                yield _text(source, node, limit, heads, tails, plain)
 
     def label(self, node_id):
         """What a node is: its name, its constant, or its op."""
@@ -108,19 +128,14 @@ def _marks(source):
     return [m.start() for m in re.finditer(r'[^\S ]|[#\\]| (?= )', source)]
 
 
-def _text(source, node, limit, heads, tails, marks=None):
+def _text(source, node, limit, heads, tails, plain=False):
     """Graph.text, with the folded ends of long spans kept in `heads` and
-    `tails` (by position) for the nodes that share them."""
+    `tails` (by position) for the nodes that share them. `plain` says the
+    span holds nothing to fold or blank (texts() finds out)."""
     if node.span is None:
         return node.name or ''
     start, end = node.span
-    plain = False   # nothing to fold or blank in the span: no mark from start to end
-    if marks is not None:
-        k = _bisect(marks, start)
-        plain = k == len(marks) or marks[k] >= end
     if limit is not None and end - start > 4 * limit:
-        if plain and limit > 2:   # its ends as they are (a deep expression's every node)
-            return f'{source[start:start + limit // 2]}…{source[end - (limit - limit // 2 - 1):end]}'
         # Deep expressions have quadratic total text: read only the ends,
         # as much as 2 * limit characters of each where white space folds
         # them shorter than what is shown, else a few more than is shown
