@@ -103,3 +103,18 @@ def test_a_comparison_passes_no_gradient_not_a_zero():
     values = forward(graph, {'x': 0.0})
     assert values[5] == 5.0
     assert backward(graph, values)[0] == 0.0
+
+
+def test_first_nonfinite_is_the_first_inf_or_nan_whatever_the_sum_does():
+    from hypothesis import given, strategies as st
+
+    from autodiff_cli.core.passes import first_nonfinite
+
+    @given(st.lists(st.sampled_from([0.0, -1.5, 1e308, -1e308, math.inf, -math.inf, math.nan])))
+    def check(values):
+        expected = next((i for i, v in enumerate(values) if not math.isfinite(v)), None)
+        assert first_nonfinite(values) == expected
+
+    check()
+    assert first_nonfinite([1e308, 1e308]) is None          # the sum overflows, no value does
+    assert first_nonfinite([1.0, math.inf, -math.inf]) == 1  # the sum is nan

@@ -357,6 +357,9 @@ def _gradient_args(node):
 
 def first_nonfinite(values):
     """Id of the first node whose value is inf or nan, or None."""
+    total = sum(values)   # in C, a fifth of the loop's time: finite, the loop is not needed
+    if total - total == 0:
+        return None
     for i, value in enumerate(values):
         if not math.isfinite(value):
             return i
