@@ -3,7 +3,8 @@ builder; numbers through core.numbers, the one formatter pictures use too.
 
 A writer per format turns a Result into text, or into parts of text (plain
 --nodes, which can be 16 MB); write() puts it on stdout. A refusal (a name
-that would repeat a column) comes before any text, so it leaves stdout empty. Numbers print in shortest round-trip form: float(text) == value.
+that would repeat a column) comes before any text, so it leaves stdout
+empty. Numbers print in shortest round-trip form: float(text) == value.
 User text reaches rich only as Text, never as markup.
 """
 
@@ -80,14 +81,11 @@ class NodeRows:
     """The rows of --nodes, kept as columns: NodeRecords to read (iterating
     or indexing makes them), and plain tuples in the same field order for a
     writer that formats 10^5 of them (rows()), which building a record per
-    node would double. The texts are made as the rows are read, not held:
-    10^5 of them are 30 MB."""
+    node would double."""
     __slots__ = ('columns',)
 
     def __init__(self, columns):
-        # one sequence per field of NodeRecord, in its order; or, for a
-        # column made anew at each reading, a function that returns it
-        self.columns = columns
+        self.columns = columns   # one sequence per field of NodeRecord, in its order
 
     @classmethod
     def of(cls, records):
@@ -96,7 +94,7 @@ class NodeRows:
                    else [[] for _ in NodeRecord._fields])
 
     def rows(self):
-        return zip(*[column() if callable(column) else column for column in self.columns])
+        return zip(*self.columns)
 
     def __len__(self):
         return len(self.columns[0])
@@ -107,15 +105,35 @@ class NodeRows:
                 for i, op, name, args, expr, block, value, grad in self.rows())
 
     def __getitem__(self, k):
-        return list(self)[k]   # (for a reader's convenience: writers iterate)
+        if isinstance(k, slice):
+            return list(self)[k]
+        i, op, name, args, expr, block, value, grad = [column[k] for column in self.columns]
+        return NodeRecord(i, op, name, list(args), expr, block, value, grad)
 
     def __repr__(self):
         return f'NodeRows({list(self)!r})'
 
 
+class _Texts:
+    """graph.texts(limit) as a column, made anew at each reading rather than
+    held: 10^5 texts of a deep expression are 30 MB."""
+    __slots__ = ('graph', 'limit')
+
+    def __init__(self, graph, limit):
+        self.graph, self.limit = graph, limit
+
+    def __iter__(self):
+        return self.graph.each_text(self.limit)
+
+    def __getitem__(self, k):
+        return self.graph.text(k, self.limit)
+
+    def __len__(self):
+        return len(self.graph.nodes)
+
+
 def node_records(graph, values, grads=None, text_limit=120):
     """The nodes that ran at this point (an `if`'s untaken branch did not), by tape id."""
-    from functools import partial
     from itertools import compress
 
     from ..core.passes import executed, receives_gradient
@@ -125,11 +143,11 @@ def node_records(graph, values, grads=None, text_limit=120):
     else:   # a gradient is shown only where one reaches
         grads = [grad if show else None for grad, show in zip(grads, receives_gradient(graph))]
     ops, args, names, _, _, blocks = zip(*nodes) if nodes else [()] * 6   # the tape's columns, in C
+    columns = [range(len(nodes)), ops, names, args, _Texts(graph, text_limit), blocks, values,
+               grads]
     ran = executed(graph, values)
     if all(ran):
-        texts = partial(graph.each_text, text_limit)
-        return NodeRows([range(len(nodes)), ops, names, args, texts, blocks, values, grads])
-    columns = [range(len(nodes)), ops, names, args, graph.texts(text_limit), blocks, values, grads]
+        return NodeRows(columns)
     return NodeRows([list(compress(column, ran)) for column in columns])
 
 

@@ -131,7 +131,7 @@ def _marks(source):
 def _text(source, node, limit, heads, tails, plain=False):
     """Graph.text, with the folded ends of long spans kept in `heads` and
     `tails` (by position) for the nodes that share them. `plain` says the
-    span holds nothing to fold or blank (texts() finds out)."""
+    span holds nothing to fold or blank (each_text() finds out)."""
     if node.span is None:
         return node.name or ''
     start, end = node.span
