@@ -280,3 +280,13 @@ def test_powers_with_a_constant_exponent_are_c_s_pow_in_a_batch_too(source):
         for got, want in zip((value[k], gradient['x'][k]), single):
             assert (got != got and want != want) or (
                 got == want and math.copysign(1, got) == math.copysign(1, want)), (source, x)
+
+
+def test_a_sum_that_overflows_blames_nothing_when_every_row_is_finite():
+    """Every value is 1e307, so their sum overflows and the rows are searched;
+    none is non-finite, so nothing is reported, not even exp(1000), a
+    constant that the output masks (it used to say "in 0 of 100 rows")."""
+    import numpy as np
+    graph = lower('1e307*x + exp(-exp(1000))')
+    value, gradient, bad = run_batch(graph, {'x': np.ones(100)}, 100, ['x'])
+    assert bad is None and (value == 1e307).all() and (gradient['x'] == 1e307).all()

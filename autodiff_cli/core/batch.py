@@ -110,6 +110,8 @@ def run_batch(graph, columns, rows, wrt=()):
             hit = np.zeros(stop - start, dtype=bool)
             for result in produced:
                 hit |= ~np.isfinite(result)
+            if not hit.any():   # the sum overflowed; every row is finite
+                continue
             bad = next((i for i, v in enumerate(values)
                         if not np.isfinite(v[hit] if np.ndim(v) else v).all()), None)
             if bad is not None and (first_bad is None or bad <= first_bad):
