@@ -87,3 +87,4 @@ def test_plain_node_lines_written_in_parts_are_the_whole_text():
     assert ''.join(parts) == '\n'.join(expected) + '\n'
     assert [r.id for r in nodes] == list(range(len(graph.nodes)))
     assert nodes[5] == list(nodes)[5] and nodes[-1].id == len(graph.nodes) - 1
+    assert nodes == list(nodes) == NodeRows.of(nodes) and nodes != list(nodes)[:-1]

@@ -110,6 +110,13 @@ class NodeRows:
         i, op, name, args, expr, block, value, grad = [column[k] for column in self.columns]
         return NodeRecord(i, op, name, list(args), expr, block, value, grad)
 
+    def __eq__(self, other):   # equal to the list of its records, as when it was one
+        if isinstance(other, (NodeRows, list)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None
+
     def __repr__(self):
         return f'NodeRows({list(self)!r})'
 
