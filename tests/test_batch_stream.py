@@ -386,6 +386,23 @@ def test_which_blocks_have_a_record_per_line(block, records):
         assert list(csv.reader(lines)) == [next(csv.reader([line])) for line in lines]
 
 
+def test_a_block_has_a_record_per_line_exactly_when_each_line_is_csv_fields():
+    """Every block of up to 8 bytes of a , " and line breaks, against the
+    definition: each line is fields, each either without quotes or quoted
+    whole, with no line break inside and any quote in it doubled."""
+    import itertools
+    import re
+
+    from autodiff_cli.cli.points import _simple_quotes
+    field = r'(?:[^",\n]*|"(?:[^"\n]|"")*")'
+    line = re.compile(rf'{field}(?:,{field})*')
+    for length in range(9):
+        for chars in itertools.product('a,"\n', repeat=length):
+            text = ''.join(chars) + '\n'
+            expected = all(line.fullmatch(x) for x in text.split('\n')[:-1])
+            assert _simple_quotes(text.encode(), ',') == expected, text
+
+
 def test_arrow_reads_every_cell_as_float_does(arrow_always):
     hypothesis = pytest.importorskip('hypothesis')
     pytest.importorskip('pyarrow')

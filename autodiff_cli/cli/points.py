@@ -266,8 +266,8 @@ def _simple_quotes(block, delimiter):
     """Whether every quoted field in a block (LF line breaks) lies within one
     line, opening at the start of a field and closing at its end, any quote
     inside it doubled (`"say ""hi"", twice"`): then each line is one record,
-    and the csv module and pyarrow read it alike. In NumPy, a few passes
-    over the block's bytes.
+    and the csv module and pyarrow read it alike. In NumPy: two passes over
+    the block's bytes, then work over its quotes only.
 
     Quotes pair up in order, (1st, 2nd), (3rd, 4th), ...: a doubled quote
     inside a field closes one pair and opens the next at the very next byte."""
@@ -276,16 +276,22 @@ def _simple_quotes(block, delimiter):
     quotes = np.flatnonzero(data == ord('"'))
     if len(quotes) % 2:
         return False
+    if not len(quotes):
+        return True
+    # From each quote to the next, whether a line break lies between: from
+    # an opening quote to its closing one, none may.
+    if np.logical_or.reduceat(data == ord('\n'), quotes)[0::2].any():
+        return False
     opens, closes = quotes[0::2], quotes[1::2]
     doubled = closes[:-1] + 1 == opens[1:]
-    edges = (ord(delimiter), ord('\n'))
-    opened = (opens == 0) | np.isin(data[np.maximum(opens - 1, 0)], edges)
+    edge, last = ord(delimiter), len(data) - 1
+    before = data[np.maximum(opens - 1, 0)]
+    opened = (opens == 0) | (before == edge) | (before == ord('\n'))
     opened[1:] |= doubled
-    closed = (closes + 1 == len(data)) | np.isin(data[np.minimum(closes + 1, len(data) - 1)], edges)
+    after = data[np.minimum(closes + 1, last)]
+    closed = (closes == last) | (after == edge) | (after == ord('\n'))
     closed[:-1] |= doubled
-    breaks = np.flatnonzero(data == ord('\n'))
-    return bool(opened.all() and closed.all()
-                and np.array_equal(np.searchsorted(breaks, opens), np.searchsorted(breaks, closes)))
+    return bool(opened.all() and closed.all())
 
 
 def _never_closed(record, delimiter):
