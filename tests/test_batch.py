@@ -282,6 +282,24 @@ def test_powers_with_a_constant_exponent_are_c_s_pow_in_a_batch_too(source):
                 got == want and math.copysign(1, got) == math.copysign(1, want)), (source, x)
 
 
+def test_a_gradient_not_finite_where_every_value_is_is_reported(run_cli, tmp_path):
+    """sqrt(x) at 0: every node's value is finite, d_x is inf. As at a single
+    point (`the gradient ∂f/∂x is inf`), the batch says so, and --strict
+    stops it before any output."""
+    import numpy as np
+    graph = lower('sqrt(x)*y')
+    _, gradient, bad = run_batch(graph, {'x': np.array([1.0, 0.0, 4.0, 0.0]), 'y': 2.0}, 4,
+                                 ['y', 'x'])
+    assert np.isinf(gradient['x'][1]) and np.isfinite(gradient['y']).all()
+    assert bad == (len(graph.nodes) + 1, 2)   # wrt[1], 'x', in 2 rows
+    path = write(tmp_path, 'p.csv', 'x\n1\n0\n4\n')
+    code, out, err = run_cli('grad', 'sqrt(x)', '--points', path)
+    assert code == 0 and out.splitlines()[2] == '0,0.0,inf'
+    assert err == 'adgrad: warning: the gradient ∂f/∂x is not finite in 1 of 3 rows\n'
+    assert run_cli('grad', 'sqrt(x)', '--points', path, '--strict')[:2] == (1, '')
+    assert run_cli('eval', 'sqrt(x)', '--points', path)[2] == ''   # no gradient, nothing to say
+
+
 def test_a_sum_that_overflows_blames_nothing_when_every_row_is_finite():
     """Every value is 1e307, so their sum overflows and the rows are searched;
     none is non-finite, so nothing is reported, not even exp(1000), a

@@ -232,8 +232,14 @@ class Plan:
         return None if bad is None else (*bad, done)
 
     def report(self, bad, strict, warn):
-        if bad is not None:
-            node, rows_hit, count = bad
+        if bad is None:
+            return
+        node, rows_hit, count = bad
+        past = node - len(self.graph.nodes)   # a gradient's, past the tape (see run_batch)
+        if past >= 0:
+            numerical(f'the gradient ∂f/∂{self.names[past]} is not finite in {rows_hit} of '
+                      f'{count} rows', strict, warn)
+        else:
             numerical(f'{where(self.graph, node)} is not finite in {rows_hit} of {count} rows, '
                       'the first node where that happens', strict, warn)
 

@@ -70,7 +70,8 @@ def run_batch(graph, columns, rows, wrt=()):
     value is not finite in some rows, and in how many, or None. Only rows
     whose value or gradients are not finite are searched and counted: a
     non-finite intermediate that the output masks (exp(-inf) = 0) goes
-    unreported.
+    unreported. Where every node's value is finite in those rows, the id is
+    len(graph.nodes) + k for the first gradient, wrt[k], that is not.
 
     The rows go through in blocks that fit in the processor's cache: every
     intermediate array is then reused memory, hot in cache, instead of fresh
@@ -112,10 +113,13 @@ def run_batch(graph, columns, rows, wrt=()):
                 hit |= ~np.isfinite(result)
             if not hit.any():   # the sum overflowed; every row is finite
                 continue
-            bad = next((i for i, v in enumerate(values)
+            # The nodes' values first; where every one is finite in those
+            # rows (sqrt(x) at 0, whose gradient is inf), the gradients.
+            suspects = values + produced[1:]
+            bad = next((i for i, v in enumerate(suspects)
                         if not np.isfinite(v[hit] if np.ndim(v) else v).all()), None)
             if bad is not None and (first_bad is None or bad <= first_bad):
-                count = int(np.broadcast_to(~np.isfinite(values[bad]), (stop - start,))[hit].sum())
+                count = int(np.broadcast_to(~np.isfinite(suspects[bad]), (stop - start,))[hit].sum())
                 bad_rows = count + (bad_rows if bad == first_bad else 0)
                 first_bad = bad
     return value, gradient, None if first_bad is None else (first_bad, bad_rows)
