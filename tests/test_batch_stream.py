@@ -579,3 +579,23 @@ def test_parquet_nulls_and_parquet_where_text_was_expected(tmp_path):
     misnamed = _file(tmp_path, 'n.bin', data)
     assert run_main(['eval', 'x', '--points', misnamed]).err.endswith(
         'is Parquet, which adgrad reads from a file whose name ends in .parquet\n')
+
+
+@pytest.mark.skipif(not hasattr(os, 'mkfifo'), reason='no named pipes here')
+@pytest.mark.parametrize('to_file', [False, True])
+def test_points_from_a_pipe_by_its_path(tmp_path, to_file):
+    """`--points <(...)`: a path that is a pipe can be read only once, so it
+    is spooled like standard input, not opened again for the second pass
+    (where it waited for a writer that had gone)."""
+    import subprocess
+    import threading
+    fifo, out = tmp_path / 'points', tmp_path / 'out.csv'
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_text('x\n1\n0\n4\n'), daemon=True)
+    writer.start()
+    command = [sys.executable, '-m', 'autodiff_cli', 'grad', 'sqrt(x)', '--points', str(fifo)]
+    run = subprocess.run(command + (['-o', str(out)] if to_file else []), cwd=tmp_path,
+                         capture_output=True, text=True, timeout=60)
+    text = out.read_text() if to_file else run.stdout
+    assert run.returncode == 0 and text == 'x,value,d_x\n1,1.0,0.5\n0,0.0,inf\n4,2.0,0.25\n'
+    assert 'the gradient ∂f/∂x is not finite in 1 of 3 rows' in run.stderr

@@ -329,8 +329,9 @@ def merge_bad(so_far, chunk_bad):
 
 class _Input:
     """The points as a binary stream, from the start, as often as asked:
-    a file is opened again; standard input is sought back when it can be,
-    else copied to a temporary file while the first pass reads it."""
+    a regular file is opened again; standard input, or a path that is no
+    regular file (a pipe: `--points <(...)`), is sought back when it can
+    be, else copied to a temporary file while the first pass reads it."""
 
     def __init__(self, points, stdin=None):
         self.path = None if points == '-' else points
@@ -345,45 +346,60 @@ class _Input:
         for stream in self.opened:
             stream.close()
 
+    def _open_path(self):
+        try:
+            stream = open(self.path, 'rb')
+        except OSError as error:
+            raise UsageError(f'cannot read {self.name}: {error.strerror}') from None
+        self.opened.append(stream)
+        return stream
+
+    def _reopens(self):
+        import stat
+        try:
+            return stat.S_ISREG(os.stat(self.path).st_mode)
+        except OSError:
+            return True   # open() says why it cannot be read
+
     def open(self):
         self.calls += 1
         if self.path is not None:
-            try:
-                stream = open(self.path, 'rb')
-            except OSError as error:
-                raise UsageError(f'cannot read {self.name}: {error.strerror}') from None
-            self.opened.append(stream)
-            return stream
-        if self.calls == 1:
+            if self.calls == 1:
+                self.regular = self._reopens()
+            if self.regular:
+                return self._open_path()
+            if self.calls == 1:
+                self.once = self._open_path()
+        elif self.calls == 1:
             text = self.given if self.given is not None else sys.stdin
-            self.stdin = getattr(text, 'buffer', None)
-            if self.stdin is None:  # a text stream in place of stdin (tests, embedding)
+            self.once = getattr(text, 'buffer', None)
+            if self.once is None:  # a text stream in place of stdin (tests, embedding)
                 import io
                 try:
-                    self.stdin = io.BytesIO(text.read().encode('utf-8', 'surrogateescape'))
+                    self.once = io.BytesIO(text.read().encode('utf-8', 'surrogateescape'))
                 except OSError as error:
                     raise UsageError(f'cannot read <stdin>: {error.strerror or error}') from None
-        stdin = self.stdin
+        once = self.once
         if self.calls == 1:
             try:
-                self.start = stdin.tell() if stdin.seekable() else None
+                self.start = once.tell() if once.seekable() else None
             except OSError:
                 self.start = None
             if self.start is not None:
-                return stdin
+                return once
             import tempfile
             self.spool = tempfile.TemporaryFile(prefix='adgrad-points-')
             self.opened.append(self.spool)
-            return _Tee(stdin, self.spool)
+            return _Tee(once, self.spool)
         if self.start is not None:
-            stdin.seek(self.start)
-            return stdin
+            once.seek(self.start)
+            return once
         self.spool.seek(0)
         return self.spool
 
 
 class _Tee:
-    """Standard input, copied to the spool as it is read."""
+    """A stream that can be read only once, copied to the spool as it is read."""
 
     def __init__(self, stream, spool):
         self.stream, self.spool = stream, spool
