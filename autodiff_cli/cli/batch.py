@@ -354,48 +354,53 @@ class _Input:
         self.opened.append(stream)
         return stream
 
-    def _reopens(self):
+    def _regular_file(self):
         import stat
         try:
             return stat.S_ISREG(os.stat(self.path).st_mode)
         except OSError:
             return True   # open() says why it cannot be read
 
+    def _standard_input(self):
+        text = self.given if self.given is not None else sys.stdin
+        binary = getattr(text, 'buffer', None)
+        if binary is not None:
+            return binary
+        import io   # a text stream in place of stdin (tests, embedding)
+        try:
+            return io.BytesIO(text.read().encode('utf-8', 'surrogateescape'))
+        except OSError as error:
+            raise UsageError(f'cannot read <stdin>: {error.strerror or error}') from None
+
     def open(self):
         self.calls += 1
-        if self.path is not None:
-            if self.calls == 1:
-                self.regular = self._reopens()
-            if self.regular:
-                return self._open_path()
-            if self.calls == 1:
-                self.once = self._open_path()
-        elif self.calls == 1:
-            text = self.given if self.given is not None else sys.stdin
-            self.once = getattr(text, 'buffer', None)
-            if self.once is None:  # a text stream in place of stdin (tests, embedding)
-                import io
-                try:
-                    self.once = io.BytesIO(text.read().encode('utf-8', 'surrogateescape'))
-                except OSError as error:
-                    raise UsageError(f'cannot read <stdin>: {error.strerror or error}') from None
-        once = self.once
         if self.calls == 1:
-            try:
-                self.start = once.tell() if once.seekable() else None
-            except OSError:
-                self.start = None
-            if self.start is not None:
-                return once
-            import tempfile
-            self.spool = tempfile.TemporaryFile(prefix='adgrad-points-')
-            self.opened.append(self.spool)
-            return _Tee(once, self.spool)
+            self.regular = self.path is not None and self._regular_file()
+            if not self.regular:
+                return self._first_reading(
+                    self._open_path() if self.path is not None else self._standard_input())
+        if self.regular:
+            return self._open_path()
         if self.start is not None:
-            once.seek(self.start)
-            return once
+            self.once.seek(self.start)
+            return self.once
         self.spool.seek(0)
         return self.spool
+
+    def _first_reading(self, once):
+        """A stream that cannot be opened again: read from where it is, if it
+        can be sought back there; else copied to a spool as it is read."""
+        self.once = once
+        try:
+            self.start = once.tell() if once.seekable() else None
+        except OSError:
+            self.start = None
+        if self.start is not None:
+            return once
+        import tempfile
+        self.spool = tempfile.TemporaryFile(prefix='adgrad-points-')
+        self.opened.append(self.spool)
+        return _Tee(once, self.spool)
 
 
 class _Tee:
