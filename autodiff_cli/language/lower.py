@@ -24,6 +24,7 @@ from operator import itemgetter
 from ..core.graph import Branch, Graph, Node
 from ..core.primitives import CONSTANTS, FUNCTIONS, LOGIC
 from ..errors import AdgradError, did_you_mean
+from .copier import LARGEST, WARM, copier
 from .parse import parse
 
 # About 2 s and 400 MB of lowering: past any program of 10^6 tokens. A block
@@ -82,38 +83,58 @@ class Template:
     declared derivative, another Template. (A plain class: dataclasses
     imports inspect, 10 ms of every command's start-up.)"""
 
-    __slots__ = ('name', 'params', 'nodes', 'branches', 'instances', 'outputs', 'grad', '_plan')
+    __slots__ = ('name', 'params', 'nodes', 'branches', 'instances', 'outputs', 'grad', '_plan',
+                 'copies', 'fast', 'size')
 
     def __init__(self, name, params):
         self.name, self.params = name, params
         self.nodes, self.branches, self.outputs, self.grad = [], [], (), None
         self.instances = []   # the calls made in the body: (parent call's index or -1, block name)
         self._plan = None
+        self.copies = 0       # onto the tape so far, the general way
+        self.fast = None      # the body's own copy function, once it has one: see warm()
 
     def plan(self):
         """The body's nodes as columns, made once for every copy (see
-        Lowering.copy): whether the body is plain (no calls or ifs); the tape
-        ids it uses; op, name, value and span of each copied node; where
-        its block comes from; and its arguments as slices of one flat tuple
-        gathered from the copy's table of ids, which holds the parameters'
-        arguments, then the new nodes' ids, then the tape ids the body uses."""
+        Lowering.copy): the tape ids it uses; op, name, value and span of
+        each copied node; where its block comes from; and its arguments as
+        slices of one flat tuple gathered from the copy's table of ids,
+        which holds the parameters' arguments, then the new nodes' ids, then
+        the tape ids the body uses."""
         if self._plan is None:
-            slots, size = len(self.params), len(self.nodes)
-            body = self.nodes[slots:]
-            tape_ids = sorted({a for node in body for a in node.args if a >= 0})
-            where = {a: size + k for k, a in enumerate(tape_ids)}
+            body = self.nodes[len(self.params):]
+            tape_ids, references = self.references()
             flat, slices = [], []
-            for node in body:
-                slices.append(slice(len(flat), len(flat) + len(node.args)))
-                flat += [~a if a < 0 else where[a] for a in node.args]
+            for refs in references:
+                slices.append(slice(len(flat), len(flat) + len(refs)))
+                flat += refs
             calls = len(self.instances)   # a node outside any call gets the copy's own call
-            # Whether a copy is plain: no calls or ifs inside to renumber.
-            plain = not self.instances and not self.branches
-            self._plan = (plain, tuple(tape_ids), _gatherer(flat), slices,
+            self._plan = (tuple(tape_ids), _gatherer(flat), slices,
                           [node.op for node in body], [node.name for node in body],
                           [node.value for node in body], [node.span for node in body],
                           [calls if node.block is None else node.block for node in body])
         return self._plan
+
+    def references(self):
+        """The tape ids the body uses, and each body node's args as indices
+        into a copy's table of ids (see plan)."""
+        size = len(self.nodes)
+        body = self.nodes[len(self.params):]
+        tape_ids = sorted({a for node in body for a in node.args if a >= 0})
+        where = {a: size + k for k, a in enumerate(tape_ids)}
+        return tape_ids, [tuple(~a if a < 0 else where[a] for a in node.args) for node in body]
+
+    def warm(self):
+        """Count a copy onto the tape; from the copier.WARM-th on, the body's
+        own copy function (`fast`), if the body is small and has no ifs."""
+        self.copies += 1
+        if self.copies < WARM or self.branches or len(self.nodes) - len(self.params) > LARGEST:
+            return None
+        tape_ids, _, _, ops, names, values, spans, owners = self.plan()
+        self.size = len(ops)
+        self.fast = copier(len(self.params), tape_ids, self.references()[1], ops, names, values,
+                           spans, owners, self.outputs, len(self.instances) + 1)
+        return self.fast
 
 
 def _gatherer(indices):
@@ -514,8 +535,23 @@ class Lowering:
     def call(self, stack, size):
         (_, start, _, name), _, arguments, (_, _, end, _) = stack[-4:]
         del stack[-3:]
+        block = self.blocks.get(name)
+        if block is not None and block.fast is not None and block.grad is None \
+                and self.body is None and len(arguments) == len(block.params) \
+                and len(self.nodes) + block.size <= self.limit:
+            # A call on the tape of a block whose body has its own copy
+            # function, the hot path of a program of blocks: instantiate(),
+            # inlined, as this runs once per call in the text.
+            count = self.instances[name] = self.instances.get(name, 0) + 1
+            self.called.add(name)
+            path = f'{name}#{count}'
+            calls = [*self.nested_calls(block, path, False), path] if block.instances else (path,)
+            target = self.nodes
+            value = block.fast(target, list(map(_VALUE_ID, arguments)), len(target), calls)[0]
+            stack[-1] = (start, end, value)
+            return
         row = FUNCTIONS.get(name)
-        if row is not None and len(arguments) == row.arity and name not in self.blocks:
+        if row is not None and len(arguments) == row.arity and block is None:
             # A built-in function with its plain arity (every other case,
             # n-ary min, log(x, b), a wrong count, goes through function()):
             # emit() inlined, as this runs once per call in the text.
@@ -527,31 +563,10 @@ class Lowering:
             target.append(_new_node(Node, (name, args, None, None, (start, end), None)))
             stack[-1] = (start, end, node_id ^ self.flip)
             return
-        block = self.blocks.get(name)
-        if block is not None and block.grad is None and self.body is None \
-                and len(arguments) == len(block.params):
-            plan = block._plan or block.plan()
-            if plan[0] and len(self.nodes) + len(plan[3]) <= self.limit:
-                # A plain call on the tape, the hot path of a program of blocks:
-                # copy(), inlined for a body with no calls or ifs of its own.
-                _, tape_ids, gather, slices, ops, names, values, spans, _ = plan
-                target = self.nodes
-                base = len(target)
-                count = self.instances[name] = self.instances.get(name, 0) + 1
-                self.called.add(name)
-                local = list(map(_VALUE_ID, arguments))
-                local += range(base, base + len(ops))
-                local += tape_ids
-                flat = gather(local)
-                target.extend(map(_new_node, _NODE, zip(ops, map(flat.__getitem__, slices), names,
-                                                         values, spans, repeat(f'{name}#{count}'))))
-                out = block.outputs[0]
-                stack[-1] = (start, end, local[~out] if out < 0 else out)
-                return
         stack[-1] = self.called_value(name, arguments, start, end)
 
     def called_value(self, name, arguments, start, end):
-        """The value of a call that is not a built-in's plain one nor a plain
+        """The value of a call that is not a built-in's plain one nor a hot
         block call on the tape (see call)."""
         if name not in self.blocks:
             name = ALIASES.get(name, name)
@@ -644,13 +659,21 @@ class Lowering:
         A call is the hot path of a program of blocks, so the copy runs in C:
         the new nodes' ids are known before they are made (the next places
         on the target), so every argument is gathered from one table at
-        once, and the nodes are zipped from the template's columns."""
+        once, and the nodes are zipped from the template's columns. A body
+        copied onto the tape often enough gets a function of its own for
+        this, faster still (see copier.py)."""
         into_body = self.body is not None
         target = self.target
         slots = len(template.params)
-        _, tape_ids, gather, slices, ops, names, values, spans, blocks = (
+        tape_ids, gather, slices, ops, names, values, spans, blocks = (
             template._plan or template.plan())
         base = len(target)
+        if not into_body and not template.branches:
+            fast = template.fast or template.warm()
+            if fast is not None:
+                calls = self.nested_calls(template, call, False) if template.instances else []
+                calls.append(call)
+                return list(fast(target, args, base, calls))
         count = len(ops)
         made = range(base, base + count) if not into_body else range(~base, ~base - count, -1)
         local = [*args, *made, *tape_ids]
