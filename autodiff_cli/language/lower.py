@@ -49,7 +49,6 @@ _RESERVED = frozenset(KEYWORDS | set(FUNCTIONS) | set(ALIASES) | set(CONSTANTS))
 # The grammar's COMPARE terminal to its op, from the table's own symbols.
 _COMPARISONS = {row.symbol: row.name for row in LOGIC if row.symbol and not row.symbol.isalpha()}
 _UPDATES = {'+=': 'add', '-=': 'sub', '*=': 'mul', '/=': 'div', '^=': 'pow'}
-_NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_]*')
 _new_node = tuple.__new__   # Node(...) without NamedTuple's keyword handling: 3x cheaper
 _NODE = repeat(Node)        # for map(_new_node, _NODE, rows): endless, so one serves every map
 _VALUE_ID = itemgetter(2)   # of an expression's value (start, end, node id)
@@ -396,7 +395,7 @@ class Lowering:
         names = []
         for start, end, _ in arguments:
             name = self.source[start:end]
-            if not _NAME.fullmatch(name):
+            if not (name.isascii() and name.isidentifier()):   # the grammar's NAME
                 raise self.error('a block parameter must be a name', start)
             if name in CONSTANTS or name in FUNCTIONS or name in KEYWORDS or name in ALIASES:
                 raise self.error(f"'{name}' is built in; choose another parameter name", start)
