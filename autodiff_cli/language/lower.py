@@ -532,8 +532,9 @@ class Lowering:
     # ---- calls ----
 
     def call(self, stack, size):
-        (_, start, _, name), _, arguments, (_, _, end, _) = stack[-4:]
+        arguments, end = stack[-2], stack[-1][2]
         del stack[-3:]
+        _, start, _, name = stack[-1]
         block = self.blocks.get(name)
         if block is not None and block.fast is not None and block.grad is None \
                 and self.body is None and len(arguments) == len(block.params) \
@@ -541,13 +542,13 @@ class Lowering:
             # A call on the tape of a block whose body has its own copy
             # function, the hot path of a program of blocks: instantiate(),
             # inlined, as this runs once per call in the text.
+            # (It was called before: copies made the general way warmed it.)
             count = self.instances[name] = self.instances.get(name, 0) + 1
-            self.called.add(name)
             path = f'{name}#{count}'
             calls = [*self.nested_calls(block, path, False), path] if block.instances else (path,)
             target = self.nodes
-            value = block.fast(target, list(map(_VALUE_ID, arguments)), len(target), calls)[0]
-            stack[-1] = (start, end, value)
+            stack[-1] = (start, end, block.fast(target, [*map(_VALUE_ID, arguments)],
+                                                len(target), calls)[0])
             return
         row = FUNCTIONS.get(name)
         if row is not None and len(arguments) == row.arity and block is None:
@@ -739,8 +740,9 @@ class Lowering:
 def _binary(op):
     def build(self, stack, size):
         """`a OP b`: one node; emit() inlined, as this runs once per operator."""
-        (start, _, a), _, (_, end, b) = stack[-3:]
-        del stack[-2:]
+        _, end, b = stack.pop()   # (cheaper than unpacking a slice of three)
+        del stack[-1]
+        start, _, a = stack[-1]
         target = self.target
         node_id = len(target)
         if node_id >= self.limit:
