@@ -599,3 +599,48 @@ def test_points_from_a_pipe_by_its_path(tmp_path, to_file):
     text = out.read_text() if to_file else run.stdout
     assert run.returncode == 0 and text == 'x,value,d_x\n1,1.0,0.5\n0,0.0,inf\n4,2.0,0.25\n'
     assert 'the gradient ∂f/∂x is not finite in 1 of 3 rows' in run.stderr
+
+
+@pytest.mark.skipif(not hasattr(os, 'symlink') or sys.platform == 'win32', reason='POSIX links')
+def test_o_through_a_link_writes_the_file_it_leads_to(tmp_path):
+    """The link stays a link, the file it leads to gets the rows and keeps its
+    mode; a bad row leaves that file as it was."""
+    (tmp_path / 'points.csv').write_text('x\n1\n2\n')
+    target, link = tmp_path / 'target.csv', tmp_path / 'link.csv'
+    target.write_text('OLD\n')
+    target.chmod(0o600)
+    link.symlink_to('target.csv')
+    code, _, err = run_main(['eval', '2*x', '--points', str(tmp_path / 'points.csv'),
+                             '-o', str(link)])
+    assert code == 0, err
+    assert link.is_symlink() and os.readlink(link) == 'target.csv'
+    assert target.read_text() == 'x,value\n1,2.0\n2,4.0\n'
+    assert target.stat().st_mode & 0o777 == 0o600
+    (tmp_path / 'bad.csv').write_text('x\n1\noops\n')
+    code, _, _ = run_main(['eval', '2*x', '--points', str(tmp_path / 'bad.csv'), '-o', str(link)])
+    assert code == 2 and target.read_text() == 'x,value\n1,2.0\n2,4.0\n'
+    assert sorted(os.listdir(tmp_path)) == ['bad.csv', 'link.csv', 'points.csv', 'target.csv']
+
+
+@pytest.mark.skipif(not os.path.exists('/proc/self/fd'), reason='Linux /proc')
+@pytest.mark.parametrize('command', [['eval', '2*x', '--points', 'points.csv'],
+                                     ['render', 'x*y', 'x=1', 'y=2', '--format', 'dot']])
+def test_o_dev_stdout_appends_to_the_file_the_shell_opened(tmp_path, command):
+    """-o /dev/stdout with `>> FILE`: written into FILE after what it held,
+    not renamed over it (as root that would replace /dev/stdout itself), and
+    not truncated by opening it again. A link of our own to /proc/self/fd/1
+    stands for /dev/stdout, which a test must not risk."""
+    import subprocess
+    (tmp_path / 'points.csv').write_text('x\n1\n2\n')
+    (tmp_path / 'stdout').symlink_to('/proc/self/fd/1')
+    with open(tmp_path / 'log', 'w') as log:
+        log.write('PREVIOUS\n')
+    with open(tmp_path / 'log', 'a') as log:
+        done = subprocess.run([sys.executable, '-m', 'autodiff_cli', *command, '-o', 'stdout'],
+                              cwd=tmp_path, stdout=log, stderr=subprocess.PIPE, text=True)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / 'stdout').is_symlink()
+    written = (tmp_path / 'log').read_text()
+    assert written.startswith('PREVIOUS\n') and len(written) > len('PREVIOUS\n')
+    assert ('x,value\n1,2.0\n2,4.0\n' in written) == (command[0] == 'eval')
+    assert sorted(os.listdir(tmp_path)) == ['log', 'points.csv', 'stdout']

@@ -14,7 +14,7 @@ import time
 
 from ..core.batch import keep_freed_memory, run_batch
 from ..errors import UsageError
-from .common import Exit, input_values, numerical, where
+from .common import Exit, input_values, numerical, replaced_file, where
 
 _EXTENSIONS = {'.csv': 'csv', '.tsv': 'tsv', '.jsonl': 'jsonl', '.ndjson': 'jsonl',
                '.json': 'json', '.parquet': 'parquet', '.pq': 'parquet'}
@@ -421,27 +421,24 @@ class _Tee:
 
 
 class Target:
-    """-o FILE, all or nothing: rows go to a temporary file beside FILE,
-    renamed over it by commit(); on any error it is removed and FILE is
-    untouched. A FILE that is no regular file (a pipe, /dev/stdout) is
-    written directly."""
+    """-o FILE, all or nothing: rows go to a temporary file beside FILE (beside
+    the file it links to, for a symbolic link), renamed over it by commit();
+    on any error it is removed and FILE is untouched. A FILE that is no
+    regular file (a pipe, /dev/stdout) is written directly (common.replaced_file)."""
 
     def __init__(self, path, binary=False):
         self.path, self.binary, self.temp, self.file = path, binary, None, None
 
     def __enter__(self):
-        import stat
         import tempfile
+        target = replaced_file(self.path)
         try:
-            direct = not stat.S_ISREG(os.stat(self.path).st_mode)
-        except OSError:
-            direct = False
-        try:
-            if direct:
-                self.file = open(self.path, 'wb' if self.binary else 'w', encoding=None if
+            if target is None:   # appended to, as render.write_atomic says why
+                self.file = open(self.path, 'ab' if self.binary else 'a', encoding=None if
                                  self.binary else 'utf-8', newline=None if self.binary else '')
             else:
-                folder, base = os.path.split(os.path.abspath(self.path))
+                self.target, self.mode = target, _mode(target)
+                folder, base = os.path.split(target)
                 handle, self.temp = tempfile.mkstemp(prefix=f'.{base}.', suffix='.tmp', dir=folder)
                 self.file = os.fdopen(handle, 'wb' if self.binary else 'w',
                                       **({} if self.binary else dict(encoding='utf-8', newline='')))
@@ -452,10 +449,12 @@ class Target:
     def commit(self):
         self.file.close()
         if self.temp is not None:
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(self.temp, 0o666 & ~umask)
-            os.replace(self.temp, self.path)
+            if self.mode is None:   # the mode a new file gets
+                umask = os.umask(0)
+                os.umask(umask)
+                self.mode = 0o666 & ~umask
+            os.chmod(self.temp, self.mode)
+            os.replace(self.temp, self.target)
             self.temp = None
 
     def __exit__(self, *exc):
@@ -466,6 +465,15 @@ class Target:
                 os.unlink(self.temp)
             except OSError:
                 pass
+
+
+def _mode(path):
+    """The permissions of the file a rename will replace, kept; None for a new one."""
+    import stat
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        return None
 
 
 class _AtRowBoundaries:

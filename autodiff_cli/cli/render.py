@@ -15,7 +15,8 @@ import re
 import stat
 
 from ..errors import AdgradError, UsageError
-from .common import Exit, input_values, parse_bindings, read_program, report_nonfinite
+from .common import (Exit, input_values, parse_bindings, read_program, replaced_file,
+                     report_nonfinite)
 
 FORMATS = ('svg', 'png', 'pdf', 'dot', 'text', 'html')
 EXTENSIONS = {'.svg': 'svg', '.png': 'png', '.pdf': 'pdf', '.dot': 'dot', '.gv': 'dot',
@@ -505,19 +506,22 @@ def write_atomic(path, data):
     info = _stat(path)   # follows links: /dev/stdout is the pipe or terminal behind it
     if info is not None and stat.S_ISDIR(info.st_mode):
         raise _cannot(path, 'it is a directory')
-    if info is not None and not stat.S_ISREG(info.st_mode):
+    target = replaced_file(path)
+    if target is None:
         # A device or a pipe (-o /dev/null, -o /dev/stdout, -o >(cmd)) is
         # written to, never replaced; its name may not even resolve to a path.
+        # Appended to: /dev/stdout opened anew with truncation would empty
+        # the file that `>> FILE` gave the shell to append to.
         try:
-            with open(path, 'wb') as f:
+            with open(path, 'ab') as f:
                 f.write(data)
         except OSError as error:
             raise _cannot(path, (error.strerror or str(error)).lower()) from None
         return
-    target = os.path.realpath(path) if os.path.islink(path) else path
     folder = os.path.dirname(target) or '.'
     if not os.path.isdir(folder):
-        raise _cannot(path, f"there is no directory '{folder}'")
+        shown = folder if os.path.islink(path) else os.path.dirname(path) or '.'
+        raise _cannot(path, f"there is no directory '{shown}'")
     if info is not None and not os.access(target, os.W_OK):
         raise _cannot(path, 'permission denied')
     import tempfile  # with random and shutil, ~5 ms: not on every command's start-up
