@@ -3,12 +3,13 @@
 import csv
 import io
 import os
+import subprocess
+import sys
 
 import pytest
 
 from tests.helpers import run_main
 
-dd = pytest.importorskip('dask.dataframe')
 distributed = pytest.importorskip('dask.distributed')
 pa = pytest.importorskip('pyarrow')
 pq = pytest.importorskip('pyarrow.parquet')
@@ -50,7 +51,7 @@ def test_csv_files_row_for_row(tmp_path, scheduler):
     code, stdout, err = run_main(['grad', EXPR, '--points', str(folder / '*.csv'), '--engine', 'dask',
                                   '--scheduler', scheduler, '-o', str(out)])
     assert code == 0 and stdout == ''
-    assert 'not finite in' in err  # log(x) for x <= 0, counted over every partition
+    assert 'not finite in' in err  # log(x) for x <= 0, counted over every file
     parts = sorted(os.listdir(out))
     assert parts == ['part-00000.csv', 'part-00001.csv', 'part-00002.csv']
     got = [_rows((out / p).read_text()) for p in parts]
@@ -94,3 +95,64 @@ def test_refusals(tmp_path):
     (tmp_path / 'a.csv').write_text('x\n1\n')
     code, _, err = run_main(['eval', 'x', '--points', str(tmp_path / 'a.csv'), '--engine', 'dask'])
     assert code == 2 and 'give -o DIR' in err
+
+
+# Rows the single process refuses, each in one file of a folder whose other
+# file is good: the dask run refuses them with the single process's own
+# message, naming the file and line, and writes nothing.
+MALFORMED = [
+    ('x,y\n1,0\n2,1,7\n', 'line 3: 3 fields where the header has 2'),
+    ('x,y\n1,0\n2\n', 'line 3: 1 fields where the header has 2'),
+    ('x,y\n1,0\n"2,1\n3,0\n', 'line 3: a quoted field opens here and is never closed'),
+    ('x,y\n1,oops\n', "line 2: 'y' is 'oops', not a number"),
+    ('x,z\n1,0\n', "no value for 'y'"),
+]
+
+
+@pytest.mark.parametrize('text, message', MALFORMED)
+def test_a_bad_file_is_refused_as_the_single_process_refuses_it(tmp_path, scheduler, text,
+                                                                  message):
+    folder = tmp_path / 'in'
+    folder.mkdir()
+    (folder / 'a.csv').write_text('x,y\n1,2\n3,4\n')
+    (folder / 'b.csv').write_text(text)
+    single = run_main(['eval', 'x*y', '--points', str(folder / 'b.csv')])
+    code, stdout, err = run_main(['eval', 'x*y', '--points', str(folder), '--engine', 'dask',
+                                  '--scheduler', scheduler, '-o', str(tmp_path / 'out')])
+    assert single.code == code == 2 and stdout == ''
+    assert err == single.err or err == f'adgrad: error: {folder / "b.csv"}: ' + \
+        single.err.removeprefix('adgrad: error: ')
+    assert message in err and str(folder / 'b.csv') in err and len(err.splitlines()) == 1
+    assert os.listdir(tmp_path) == ['in']   # no DIR, no temporary folder beside it
+
+
+def test_each_part_is_what_the_single_process_writes_for_its_file(tmp_path, scheduler):
+    folder = tmp_path / 'in'
+    folder.mkdir()
+    # spaces around names, quoted commas and line breaks, a BOM, blank lines, odd numbers
+    files = {'a.csv': '\ufeffx , y ,label\n1e3, 2 ,"a, b"\n\n-0,inf,"two\nlines"\n',
+             'b.csv': 'x,y,label\n1_000,007,c\n',
+             'c.tsv': 'x\ty\n0.5\t-2\n'}
+    for name, text in files.items():
+        (folder / name).write_text(text, encoding='utf-8')
+    out = tmp_path / 'out'
+    code, _, err = run_main(['grad', 'x*y + sin(x)', '--points', str(folder), '--engine', 'dask',
+                             '--scheduler', scheduler, '-o', str(out), '--format', 'csv'])
+    assert code == 0, err
+    for k, name in enumerate(sorted(files)):
+        alone = run_main(['grad', 'x*y + sin(x)', '--points', str(folder / name), '--format',
+                          'csv'])
+        assert (out / f'part-{k:05d}.csv').read_text(encoding='utf-8') == alone.out
+
+
+def test_a_local_cluster_says_a_bad_row_in_one_line(tmp_path):
+    """Without --scheduler adgrad starts its own cluster, whose workers' logs
+    (a task's traceback) must not reach the user's stderr."""
+    folder = tmp_path / 'in'
+    folder.mkdir()
+    (folder / 'a.csv').write_text('x\n1\noops\n')
+    done = subprocess.run([sys.executable, '-m', 'autodiff_cli', 'eval', '2*x', '--points',
+                           str(folder), '--engine', 'dask', '-o', str(tmp_path / 'out')],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stdout == ''
+    assert done.stderr == f"adgrad: error: {folder / 'a.csv'}: line 3: 'x' is 'oops', not a number\n"

@@ -51,16 +51,16 @@ def run_points(args, graph, bindings, names, out, warn, stdin=None):
         plan.check(source)
         if to_file:
             with Target(output, binary=fmt != 'table') as target:
-                bad = plan.stream(source, make_writer(fmt, source, plan, target.file), None,
-                                  count, warn)
-                plan.report(bad, args.strict, warn)
+                bad, done = plan.stream(source, make_writer(fmt, source, plan, target.file),
+                                        None, count, warn)
+                plan.report(None if bad is None else (*bad, done), args.strict, warn)
                 target.commit()
         else:
             with _AtRowBoundaries() as boundary:
-                bad = plan.stream(source, make_writer(fmt, source, plan, out), boundary,
-                                  count, warn)
+                bad, done = plan.stream(source, make_writer(fmt, source, plan, out), boundary,
+                                        count, warn)
                 out.flush()
-            plan.report(bad, args.strict, warn)
+            plan.report(None if bad is None else (*bad, done), args.strict, warn)
     return Exit.OK
 
 
@@ -214,7 +214,8 @@ class Plan:
         return scan
 
     def stream(self, source, writer, boundary, count, warn):
-        """Every chunk computed and written; returns the first non-finite node's report."""
+        """Every chunk computed and written; returns the first non-finite node
+        and in how many rows (or None), and how many rows there were."""
         bad, done = None, 0
         with _progress(count, warn.stream) as advance, _Behind(writer) as writer:
             for chunk in source.chunks():
@@ -229,7 +230,7 @@ class Plan:
                     boundary.check()
             self.check(source)
             writer.close()
-        return None if bad is None else (*bad, done)
+        return bad, done
 
     def report(self, bad, strict, warn):
         if bad is None:

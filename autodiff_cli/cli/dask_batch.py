@@ -1,14 +1,19 @@
-"""--engine dask: the same vectorised batch over each partition of a Dask
-dataframe, on a local cluster or an existing one (--scheduler ADDRESS).
+"""--engine dask: the batch over many files, one task per file, on a local
+cluster or an existing one (--scheduler ADDRESS).
 
-The graph travels to the workers as data: the program's text, lowered again
-on each worker (once per process), with the bindings as numbers. No code
-built from the user's input is ever pickled. Each partition writes its own
-file, part-NNNNN.EXT, into a temporary folder beside -o DIR, which becomes
-DIR only when every partition has succeeded.
+Each task reads its file as the single process reads one (the same reader,
+streamed in bounded chunks, with the same checks and the same messages
+naming the file and line), so a part is byte for byte what `--points FILE`
+writes for that file. The graph travels to the workers as data: the
+program's text, lowered again on each worker (once per process), with the
+bindings as numbers. No code built from the user's input is ever pickled.
+Each task writes its own file, part-NNNNN.EXT, into a temporary folder
+beside -o DIR, which becomes DIR only when every file has succeeded.
 """
 
 import glob
+import io
+import logging
 import os
 
 from ..errors import UsageError
@@ -22,7 +27,7 @@ _GRAPHS = {}  # program text -> Graph, per worker process
 def run_dask(args, graph, bindings, names, warn):
     output = getattr(args, 'output', None)
     if output in (None, '-'):
-        raise UsageError('--engine dask writes one file per partition: give -o DIR')
+        raise UsageError('--engine dask writes one file per points file: give -o DIR')
     files = input_files(args.points)
     kind = 'parquet' if files[0].endswith(_PARQUET) else \
         'tsv' if files[0].endswith('.tsv') else 'csv'
@@ -30,33 +35,31 @@ def run_dask(args, graph, bindings, names, warn):
     if fmt not in ('csv', 'tsv', 'jsonl', 'parquet'):
         raise UsageError(f'--engine dask writes csv, tsv, jsonl or parquet files, not {fmt}')
     try:
-        import dask.dataframe as dd
-        import pandas as pd
-        from dask.distributed import Client, LocalCluster
+        from dask.distributed import Client, LocalCluster, wait
     except ImportError:
         raise UsageError("--engine dask needs Dask: pip install 'adgrad[dask]'") from None
-    header = _header(files[0], kind)
-    from .batch import Plan
+    from .batch import Plan, merge_bad
     plan = Plan(graph, bindings, names, warn)
-    plan.check(_Header(kind, header))
-    frame = (dd.read_parquet(files) if kind == 'parquet' else
-             dd.read_csv(files, sep='\t' if kind == 'tsv' else ',', dtype=str, blocksize=None,
-                         keep_default_na=False, na_filter=False, skip_blank_lines=True))
+    # The first file's header here, so that the usual mistakes (a column
+    # missing, one the output would repeat) are said before a cluster starts.
+    with _opened(files[0]) as source:
+        _checked(plan, source)
     folder = _Folder(output)
-    meta = pd.DataFrame({'rows': pd.Series([], dtype='int64'),
-                         'node': pd.Series([], dtype='int64'),
-                         'bad': pd.Series([], dtype='int64')})
-    from .batch import merge_bad
-    with folder, _client(args, Client, LocalCluster):
-        counts = frame.map_partitions(
-            partition, graph.source, dict(bindings), list(names), kind, fmt, folder.temp,
-            meta=meta, align_dataframes=False).compute()
-        bad = None
-        for node, rows in zip(counts['node'], counts['bad']):  # in partition order
-            if node >= 0:
-                bad = merge_bad(bad, (int(node), int(rows)))
+    with folder, _client(args, Client, LocalCluster) as client:
+        futures = client.map(part, files, range(len(files)), text=graph.source,
+                             bindings=dict(bindings), names=list(names), fmt=fmt,
+                             folder=folder.temp, pure=False)
+        wait(futures)
+        # Every file tried, the first bad one in order is the one reported:
+        # the same message whichever worker finished first.
+        failed = next((f for f in futures if f.status == 'error'), None)
+        if failed is not None:
+            raise failed.exception()
+        bad, count = None, 0
+        for found, rows in client.gather(futures):   # in file order
+            bad, count = merge_bad(bad, found), count + rows
         # under --strict a non-finite row is an error: DIR is then not written
-        plan.report(None if bad is None else (*bad, int(counts['rows'].sum())), args.strict, warn)
+        plan.report(None if bad is None else (*bad, count), args.strict, warn)
         folder.commit()
     return Exit.OK
 
@@ -77,19 +80,6 @@ def input_files(pattern):
     return found
 
 
-def _header(path, kind):
-    from .points import open_points
-    if kind == 'parquet':
-        return open_points(None, path, path).header
-    with open(path, 'rb') as stream:
-        return open_points(stream, path, path).header
-
-
-class _Header:
-    def __init__(self, kind, header):
-        self.kind, self.header = kind, header
-
-
 class _client:
     """A client of --scheduler ADDRESS, or of a local cluster on this machine's cores."""
 
@@ -101,8 +91,13 @@ class _client:
         address = getattr(self.args, 'scheduler', None)
         try:
             if address is None:
+                # Its workers' own logs (a task's traceback) stay out of the
+                # user's stderr: the error reaches the client and is said once.
+                # Its HTTP server (always started) on a free port of loopback:
+                # the default, 8787, warns when another cluster holds it.
                 self.cluster = self.make_local(n_workers=os.cpu_count() or 1, threads_per_worker=1,
-                                               dashboard_address=None)
+                                               dashboard_address='127.0.0.1:0',
+                                               silence_logs=logging.CRITICAL)
                 address = self.cluster
             self.client = self.make_client(address, timeout='20s')
         except (OSError, TimeoutError) as error:
@@ -125,6 +120,8 @@ class _Folder:
 
     def __init__(self, path):
         self.path = path.rstrip('/') or path
+        if os.path.islink(self.path):   # the folder it links to is what gets the parts
+            self.path = os.path.realpath(self.path)
         if os.path.exists(self.path) and (not os.path.isdir(self.path) or os.listdir(self.path)):
             raise UsageError(f'-o {path}: with --engine dask, the output is a folder that '
                              'must not exist yet, or be empty')
@@ -167,37 +164,61 @@ def _graph(text):
     return graph
 
 
-def partition(frame, text, bindings, names, kind, fmt, folder, partition_info=None):
-    """One partition: its rows through the batch, written to folder/part-NNNNN.EXT.
-    Returns one row: how many rows, and the first non-finite node (or -1) and
-    in how many rows."""
-    import pandas as pd
-    import pyarrow as pa
-
+def part(path, number, text, bindings, names, fmt, folder):
+    """One file, as the single process reads it (the same reader, the same
+    checks, the same messages naming the file and line), streamed through
+    the batch into folder/part-NNNNN.EXT. Returns what Plan.stream returns:
+    the first non-finite node and in how many rows (or None), and the rows."""
     from .batch import Plan, make_writer
-    from .points import Chunk, Source
 
-    number = partition_info['number'] if partition_info else 0
-    graph = _graph(text)
-    plan = Plan(graph, bindings, names, _quiet)
-    source = Source(f'partition {number}', kind, [str(c) for c in frame.columns])
-    source.unit = 'row'
-    batch = pa.RecordBatch.from_pandas(frame, preserve_index=False)
-    chunk = Chunk(source, range(1, len(frame) + 1), table=batch)
-    result = plan.chunk_values(chunk) if len(frame) else None
+    plan = Plan(_graph(text), bindings, names, _QUIET)
     ending = {'plain': 'tsv'}.get(fmt, fmt)
-    path = os.path.join(folder, f'part-{number:05d}.{ending}')
-    with open(path, 'wb') as file:
-        writer = make_writer(fmt, source, plan, file)
-        if result is not None:
-            value, gradient, _ = result
-            writer.write(chunk, [value, *gradient.values()])
-        writer.close()
-    bad = result[2] if result is not None else None
-    return pd.DataFrame({'rows': [len(frame)], 'node': [bad[0] if bad else -1],
-                         'bad': [bad[1] if bad else 0]})
+    target = os.path.join(folder, f'part-{number:05d}.{ending}')
+    with _opened(path) as source:
+        _checked(plan, source)
+        try:
+            file = open(target, 'wb')
+        except OSError as error:
+            raise UsageError(f'cannot write {target}: {error.strerror}') from None
+        with file:
+            return plan.stream(source, make_writer(fmt, source, plan, file), None, None, _QUIET)
 
 
-def _quiet(message):
-    pass
+class _opened:
+    """A points file as a Source, its stream closed at the end."""
 
+    def __init__(self, path):
+        self.path, self.stream = path, None
+
+    def __enter__(self):
+        from .points import open_points
+        if self.path.endswith(_PARQUET):
+            return open_points(None, self.path, self.path)
+        try:
+            self.stream = open(self.path, 'rb')
+        except OSError as error:
+            raise UsageError(f'cannot read {self.path}: {error.strerror}') from None
+        return open_points(self.stream, self.path, self.path)
+
+    def __exit__(self, *exc):
+        if self.stream is not None:
+            self.stream.close()
+
+
+def _checked(plan, source):
+    """plan.check(source), its message naming the file."""
+    try:
+        plan.check(source)
+    except UsageError as error:
+        raise UsageError(f'{source.name}: {error}') from None
+
+
+class _Quiet:
+    """A warner that says nothing: the client reports what the parts found."""
+    stream = io.StringIO()
+
+    def __call__(self, message):
+        pass
+
+
+_QUIET = _Quiet()

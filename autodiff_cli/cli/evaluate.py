@@ -44,7 +44,8 @@ def add_arguments(parser, command):
                         help='same as --format json')
     parser.add_argument('--points', metavar='FILE',
                         help="evaluate at every row of FILE: CSV (or TSV) whose header names the "
-                             "variables, or JSON Lines; '-' reads standard input")
+                             "variables, JSON Lines or Parquet; '-' reads standard input; "
+                             'with --engine dask, a glob or a folder of CSV or Parquet files')
     parser.add_argument('--nodes', action='store_true',
                         help='also list every node: id, op, expression, value'
                              + (', gradient' if command is Command.GRAD else ''))

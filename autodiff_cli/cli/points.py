@@ -584,7 +584,7 @@ class ParquetSource(Source):
 
 
 def _table_columns(source, chunk, wanted, fills):
-    """Columns of a pyarrow batch (Parquet, or a Dask partition): numbers cast
+    """Columns of a pyarrow batch (a Parquet file's): numbers cast
     to float64, text read by Arrow's own parser; None when a cell needs a
     closer look (the per-cell path then names it)."""
     import numpy as np
