@@ -158,6 +158,13 @@ class Source:
     def error(self, number, message):
         return AdgradError(f'{self.name}: {self.unit} {number}: {message}')
 
+    def not_utf8(self, line, error, before=b''):
+        """The error for bytes that are not UTF-8, `before` and the block's bytes
+        before them read from the start of `line`."""
+        text = before + error.before
+        breaks = text.count(b'\n') + text.count(b'\r') - text.count(b'\r\n')
+        return self.error(line + breaks, f'byte {error.offset} is not UTF-8 text')
+
     def fast_columns(self, chunk, wanted, fills):
         return None if chunk.table is None else _table_columns(self, chunk, wanted, fills)
 
@@ -235,9 +242,18 @@ class _Blocks:
             try:
                 block.decode()
             except UnicodeDecodeError as error:
-                raise AdgradError(f'cannot read {self.name}: byte {self.offset + error.start} '
-                                  'is not UTF-8 text') from None
+                raise _NotUtf8(block[:error.start], self.offset + error.start) from None
         return block
+
+
+class _NotUtf8(Exception):
+    """Bytes that are not UTF-8: the block's bytes before them, and their place
+    in the file. The reader, which knows the line the block starts on, says
+    the line (Source.not_utf8)."""
+
+    def __init__(self, before, offset):
+        super().__init__(before, offset)
+        self.before, self.offset = before, offset
 
 
 class _MoreNeeded(Exception):
@@ -309,7 +325,7 @@ def _never_closed(record, delimiter):
 
 class CsvSource(Source):
     def __init__(self, name, kind, stream):
-        self.delimiter = '\t' if kind == 'tsv' else ','
+        self.name, self.delimiter = name, '\t' if kind == 'tsv' else ','   # (the header's errors)
         self.blocks = _Blocks(stream, name)
         self.pending, self.line = b'', 1
         self.records = self._records()
@@ -327,6 +343,12 @@ class CsvSource(Source):
         self._arrow = False  # not imported yet
 
     def _records(self):
+        try:
+            yield from self._unchecked_records()
+        except _NotUtf8 as error:
+            raise self.not_utf8(self.line, error, self.pending) from None
+
+    def _unchecked_records(self):
         """(fields, raw bytes, line number) per record, honouring quotes; or
         (None, block, (its first line number, the next's)) for a block whose lines are its
         records (no quotes, or only quoted fields each within one line),
@@ -480,7 +502,14 @@ class JsonlSource(Source):
     def chunks(self):
         import orjson
         objects, numbers, line = [], [], 1
-        for block in self.blocks:
+        blocks = iter(self.blocks)
+        while True:
+            try:
+                block = next(blocks, None)
+            except _NotUtf8 as error:
+                raise self.not_utf8(line, error) from None
+            if block is None:
+                break
             for text in block.decode().split('\n'):
                 number, line = line, line + 1
                 if text.strip():
