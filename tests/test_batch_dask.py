@@ -95,6 +95,14 @@ def test_refusals(tmp_path):
     (tmp_path / 'a.csv').write_text('x\n1\n')
     code, _, err = run_main(['eval', 'x', '--points', str(tmp_path / 'a.csv'), '--engine', 'dask'])
     assert code == 2 and 'give -o DIR' in err
+    code, _, err = run_main(['eval', 'x', '--points', '-', '--engine', 'dask', '-o',
+                             str(tmp_path / 'o')])
+    assert code == 2 and 'not standard input' in err
+    (tmp_path / 'lines').mkdir()
+    (tmp_path / 'lines' / 'a.jsonl').write_text('{"x": 1}\n')
+    code, _, err = run_main(['eval', 'x', '--points', str(tmp_path / 'lines'), '--engine', 'dask',
+                             '-o', str(tmp_path / 'o')])
+    assert code == 2 and 'reads no JSON Lines' in err
 
 
 # Rows the single process refuses, each in one file of a folder whose other
@@ -151,8 +159,12 @@ def test_a_local_cluster_says_a_bad_row_in_one_line(tmp_path):
     folder = tmp_path / 'in'
     folder.mkdir()
     (folder / 'a.csv').write_text('x\n1\noops\n')
+    scratch = tmp_path / 'tmp'
+    scratch.mkdir()
     done = subprocess.run([sys.executable, '-m', 'autodiff_cli', 'eval', '2*x', '--points',
                            str(folder), '--engine', 'dask', '-o', str(tmp_path / 'out')],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, 'TMPDIR': str(scratch)})
     assert done.returncode == 2 and done.stdout == ''
+    assert os.listdir(scratch) == []   # the workers' scratch space is gone too
     assert done.stderr == f"adgrad: error: {folder / 'a.csv'}: line 3: 'x' is 'oops', not a number\n"

@@ -66,13 +66,19 @@ def run_dask(args, graph, bindings, names, warn):
 
 def input_files(pattern):
     """The files a glob or a folder names, in order: all CSV/TSV or all Parquet."""
+    if pattern == '-':
+        raise UsageError('--engine dask reads files, a glob or a folder of them, not standard '
+                         'input')
     if os.path.isdir(pattern):
         found = sorted(os.path.join(pattern, n) for n in os.listdir(pattern)
                        if n.endswith(_PARQUET + _TEXT) and not n.startswith(('.', '_')))
     else:
         found = sorted(glob.glob(pattern))
     if not found:
-        raise UsageError(f"--points '{pattern}' matches no file")
+        raise UsageError(f"--points '{pattern}' matches no .csv, .tsv or .parquet file "
+                         '(--engine dask reads no JSON Lines)'
+                         if glob.glob(os.path.join(pattern, '*')) or glob.glob(pattern) else
+                         f"--points '{pattern}' matches no file")
     kinds = {f.endswith(_PARQUET) for f in found}
     if len(kinds) > 1 or not all(f.endswith(_PARQUET + _TEXT) for f in found):
         raise UsageError(f"--points '{pattern}': every file must be .csv, .tsv or every one "
@@ -85,7 +91,7 @@ class _client:
 
     def __init__(self, args, client, local):
         self.args, self.make_client, self.make_local = args, client, local
-        self.cluster = None
+        self.cluster = self.scratch = self.config = None
 
     def __enter__(self):
         address = getattr(self.args, 'scheduler', None)
@@ -95,6 +101,13 @@ class _client:
                 # user's stderr: the error reaches the client and is said once.
                 # Its HTTP server (always started) on a free port of loopback:
                 # the default, 8787, warns when another cluster holds it.
+                # Its workers' scratch space is a temporary folder of its own,
+                # removed afterwards (by default it stays in $TMPDIR).
+                import tempfile
+
+                import dask
+                self.scratch = tempfile.mkdtemp(prefix='adgrad-dask-')
+                self.config = dask.config.set({'temporary-directory': self.scratch})
                 self.cluster = self.make_local(n_workers=os.cpu_count() or 1, threads_per_worker=1,
                                                dashboard_address='127.0.0.1:0',
                                                silence_logs=logging.CRITICAL)
@@ -108,6 +121,11 @@ class _client:
     def close(self):
         if self.cluster is not None:
             self.cluster.close()
+        if self.config is not None:   # dask's setting as it was, for a caller in this process
+            self.config.__exit__(None, None, None)
+        if self.scratch is not None:
+            import shutil
+            shutil.rmtree(self.scratch, ignore_errors=True)
 
     def __exit__(self, *exc):
         if hasattr(self, 'client'):
