@@ -160,9 +160,12 @@ class Source:
 
     def not_utf8(self, line, error, before=b''):
         """The error for bytes that are not UTF-8, `before` and the block's bytes
-        before them read from the start of `line`."""
+        before them read from the start of `line`. Lines end as the source
+        ends them: CSV at CR, LF or CRLF, JSON Lines at LF only."""
         text = before + error.before
-        breaks = text.count(b'\n') + text.count(b'\r') - text.count(b'\r\n')
+        breaks = text.count(b'\n')
+        if self.kind != 'jsonl':
+            breaks += text.count(b'\r') - text.count(b'\r\n')
         return self.error(line + breaks, f'byte {error.offset} is not UTF-8 text')
 
     def fast_columns(self, chunk, wanted, fills):
@@ -325,7 +328,9 @@ def _never_closed(record, delimiter):
 
 class CsvSource(Source):
     def __init__(self, name, kind, stream):
-        self.name, self.delimiter = name, '\t' if kind == 'tsv' else ','   # (the header's errors)
+        # (name and kind before the header is read: a bad byte there is an error naming them)
+        self.name, self.kind = name, kind
+        self.delimiter = '\t' if kind == 'tsv' else ','
         self.blocks = _Blocks(stream, name)
         self.pending, self.line = b'', 1
         self.records = self._records()
