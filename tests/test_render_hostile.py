@@ -14,7 +14,7 @@ import pytest
 
 from autodiff_cli import backward, forward
 from autodiff_cli.cli.main import main
-from autodiff_cli.cli.render import _umask
+from autodiff_cli.cli.files import umask
 from autodiff_cli.core.graph import Graph, Node
 from autodiff_cli.pictures.render import render
 from autodiff_cli.pictures.steps import index_html
@@ -132,7 +132,7 @@ def test_a_folder_named_like_a_frame_is_refused_before_any_frame_is_written(tmp_
 def test_new_files_get_the_umask_and_the_umask_is_left_alone(tmp_path):
     before = os.umask(0o027)
     try:
-        assert _umask(str(tmp_path)) == 0o027
+        assert umask(str(tmp_path)) == 0o027
         assert main(['render', 'x*y', 'x=1', 'y=2', '-o', str(tmp_path / 'm.svg')]) == 0
         assert stat.S_IMODE((tmp_path / 'm.svg').stat().st_mode) == 0o640
         assert os.umask(0o027) == 0o027      # still what it was set to

@@ -14,7 +14,7 @@ import time
 
 from ..core.batch import keep_freed_memory, run_batch
 from ..errors import UsageError
-from .common import Exit, input_values, numerical, replaced_file, where
+from .common import Exit, input_values, numerical, where
 
 _EXTENSIONS = {'.csv': 'csv', '.tsv': 'tsv', '.jsonl': 'jsonl', '.ndjson': 'jsonl',
                '.json': 'json', '.parquet': 'parquet', '.pq': 'parquet'}
@@ -39,10 +39,15 @@ def run_points(args, graph, bindings, names, out, warn, stdin=None):
         source = open_points(source_input.open(), source_input.name, source_input.path)
         fmt = output_format(args, output, source.kind)
         to_file = output not in (None, '-')
+        if to_file:   # where it goes, and whether it can be, before any row is read
+            from .files import Output
+            target = Output(output, binary=fmt != 'table')
         plan = Plan(graph, bindings, names, warn)
         needs_header = source.kind == 'jsonl' and fmt not in ('json', 'jsonl')
         count = None
-        if not to_file or needs_header:
+        # Rows that go straight out (stdout, or -o a pipe or /dev/stdout) are
+        # all checked first, so that a bad one stops the run before any is written.
+        if not to_file or target.in_place or needs_header:
             scan = plan.scan(source, args.strict)  # the first pass: every row checked
             count = scan.rows
             source = open_points(source_input.open(), source_input.name, source_input.path)
@@ -50,9 +55,11 @@ def run_points(args, graph, bindings, names, out, warn, stdin=None):
                 source.header = scan.header
         plan.check(source)
         if to_file:
-            with Target(output, binary=fmt != 'table') as target:
+            with target:
                 bad, done = plan.stream(source, make_writer(fmt, source, plan, target.file),
                                         None, count, warn)
+                if not target.file.closed:   # the rows before a warning, where both go to one place
+                    target.file.flush()
                 plan.report(None if bad is None else (*bad, done), args.strict, warn)
                 target.commit()
         else:
@@ -419,62 +426,6 @@ class _Tee:
         data = self.stream.read1(n) if hasattr(self.stream, 'read1') else self.stream.read(n)
         self.spool.write(data)
         return data
-
-
-class Target:
-    """-o FILE, all or nothing: rows go to a temporary file beside FILE (beside
-    the file it links to, for a symbolic link), renamed over it by commit();
-    on any error it is removed and FILE is untouched. A FILE that is no
-    regular file (a pipe, /dev/stdout) is written directly (common.replaced_file)."""
-
-    def __init__(self, path, binary=False):
-        self.path, self.binary, self.temp, self.file = path, binary, None, None
-
-    def __enter__(self):
-        import tempfile
-        target = replaced_file(self.path)
-        try:
-            if target is None:   # appended to, as render.write_atomic says why
-                self.file = open(self.path, 'ab' if self.binary else 'a', encoding=None if
-                                 self.binary else 'utf-8', newline=None if self.binary else '')
-            else:
-                self.target, self.mode = target, _mode(target)
-                folder, base = os.path.split(target)
-                handle, self.temp = tempfile.mkstemp(prefix=f'.{base}.', suffix='.tmp', dir=folder)
-                self.file = os.fdopen(handle, 'wb' if self.binary else 'w',
-                                      **({} if self.binary else dict(encoding='utf-8', newline='')))
-        except OSError as error:
-            raise UsageError(f'cannot write {self.path}: {error.strerror or error}') from None
-        return self
-
-    def commit(self):
-        self.file.close()
-        if self.temp is not None:
-            if self.mode is None:   # the mode a new file gets
-                umask = os.umask(0)
-                os.umask(umask)
-                self.mode = 0o666 & ~umask
-            os.chmod(self.temp, self.mode)
-            os.replace(self.temp, self.target)
-            self.temp = None
-
-    def __exit__(self, *exc):
-        if not self.file.closed:
-            self.file.close()
-        if self.temp is not None:
-            try:
-                os.unlink(self.temp)
-            except OSError:
-                pass
-
-
-def _mode(path):
-    """The permissions of the file a rename will replace, kept; None for a new one."""
-    import stat
-    try:
-        return stat.S_IMODE(os.stat(path).st_mode)
-    except OSError:
-        return None
 
 
 class _AtRowBoundaries:

@@ -52,36 +52,6 @@ def read_text(path, stdin=None):
         raise UsageError(f'cannot read {name}: byte {skip + error.start} is not UTF-8 text') from None
 
 
-# ---- output files ----
-
-def replaced_file(path):
-    """Where -o PATH is written all or nothing, by a temporary file beside it
-    renamed over it: the file PATH names, its symbolic links followed (they
-    stay links, and the file they lead to is what changes). None where PATH
-    must be written in place instead: a pipe, a device or a terminal, or a
-    name that reaches a file through /proc or /dev/fd (/dev/stdout): that is
-    the file the shell opened, perhaps to append to, and a rename would put
-    a new file in its place rather than write into it."""
-    import os
-    import stat
-    try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            return None
-    except OSError:
-        pass   # not there yet (or a dangling link): made where it leads
-    hop = os.path.abspath(path)
-    for _ in range(40):   # as many links in a row as Linux follows
-        folder = os.path.realpath(os.path.dirname(hop))
-        if folder in ('/proc', '/dev/fd') or folder.startswith('/proc/'):
-            return None
-        try:
-            link = os.readlink(hop)
-        except OSError:   # no link: the end of the chain
-            return os.path.join(folder, os.path.basename(hop))
-        hop = os.path.join(folder, link)
-    raise UsageError(f'cannot write {path}: too many levels of symbolic links')
-
-
 def read_program(args, stdin=None):
     """(source, bindings words) from EXPR, -f FILE, or stdin for '-'."""
     words = list(args.words)

@@ -156,7 +156,8 @@ class _Folder:
     def commit(self):
         if os.path.isdir(self.path):
             os.rmdir(self.path)  # empty, as checked
-        os.chmod(self.temp, 0o777 & ~_umask())
+        from .files import umask
+        os.chmod(self.temp, 0o777 & ~umask(os.path.dirname(self.temp)))
         os.replace(self.temp, self.path)
         self.temp = None
 
@@ -164,12 +165,6 @@ class _Folder:
         if self.temp is not None:
             import shutil
             shutil.rmtree(self.temp, ignore_errors=True)
-
-
-def _umask():
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 # ---- on the workers ----

@@ -15,8 +15,8 @@ import re
 import stat
 
 from ..errors import AdgradError, UsageError
-from .common import (Exit, input_values, parse_bindings, read_program, replaced_file,
-                     report_nonfinite)
+from .common import Exit, input_values, parse_bindings, read_program, report_nonfinite
+from .files import Output, cannot as _cannot
 
 FORMATS = ('svg', 'png', 'pdf', 'dot', 'text', 'html')
 EXTENSIONS = {'.svg': 'svg', '.png': 'png', '.pdf': 'pdf', '.dot': 'dot', '.gv': 'dot',
@@ -497,54 +497,22 @@ def _to_stdout(data, out):
         out.write(data.decode('utf-8', 'replace'))
 
 
-def _cannot(path, why):
-    return UsageError(f'cannot write {path}: {why}')
-
-
 def write_atomic(path, data):
-    """Write bytes to path through a temporary file beside it and a rename."""
+    """Write bytes to path all or nothing (files.Output)."""
     info = _stat(path)   # follows links: /dev/stdout is the pipe or terminal behind it
     if info is not None and stat.S_ISDIR(info.st_mode):
         raise _cannot(path, 'it is a directory')
-    target = replaced_file(path)
-    if target is None:
-        # A device or a pipe (-o /dev/null, -o /dev/stdout, -o >(cmd)) is
-        # written to, never replaced; its name may not even resolve to a path.
-        # Appended to: /dev/stdout opened anew with truncation would empty
-        # the file that `>> FILE` gave the shell to append to.
+    output = Output(path)
+    folder = None if output.in_place else os.path.dirname(output.place.file)
+    if folder is not None and not os.path.isdir(folder):
+        shown = folder if os.path.islink(path) else os.path.dirname(path)   # as the user wrote it
+        raise _cannot(path, f"there is no directory '{shown}'")
+    with output:
         try:
-            with open(path, 'ab') as f:
-                f.write(data)
+            output.file.write(data)
         except OSError as error:
             raise _cannot(path, (error.strerror or str(error)).lower()) from None
-        return
-    folder = os.path.dirname(target) or '.'
-    if not os.path.isdir(folder):
-        shown = folder if os.path.islink(path) else os.path.dirname(path) or '.'
-        raise _cannot(path, f"there is no directory '{shown}'")
-    if info is not None and not os.access(target, os.W_OK):
-        raise _cannot(path, 'permission denied')
-    import tempfile  # with random and shutil, ~5 ms: not on every command's start-up
-    try:
-        fd, temporary = tempfile.mkstemp(dir=folder, prefix=f'.{os.path.basename(target)}.',
-                                         suffix='.tmp')
-    except OSError as error:
-        raise _cannot(path, error.strerror.lower()) from None
-    try:
-        with os.fdopen(fd, 'wb') as f:
-            f.write(data)
-        # mkstemp makes the file private; give it the mode a new file would
-        # get, or keep the mode of the file it replaces.
-        os.chmod(temporary, stat.S_IMODE(info.st_mode) if info else 0o666 & ~_umask(folder))
-        os.replace(temporary, target)
-    except BaseException as error:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
-        if isinstance(error, OSError):
-            raise _cannot(path, (error.strerror or str(error)).lower()) from None
-        raise
+        output.commit()
 
 
 def _stat(path):
@@ -554,29 +522,6 @@ def _stat(path):
         return None
     except OSError as error:
         raise _cannot(path, (error.strerror or str(error)).lower()) from None
-
-
-def _umask(folder):
-    """The process's umask, read without changing it (os.umask can only set it,
-    and setting it twice races with any other thread creating files)."""
-    try:
-        with open('/proc/self/status', encoding='ascii') as f:
-            for line in f:
-                if line.startswith('Umask:'):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    # No /proc: the mode a new file gets is 0o666 less the umask.
-    probe = os.path.join(folder, f'.adgrad-umask-{os.getpid()}')
-    try:
-        fd = os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
-        try:
-            return 0o666 & ~stat.S_IMODE(os.fstat(fd).st_mode)
-        finally:
-            os.close(fd)
-            os.unlink(probe)
-    except OSError:
-        return 0o022
 
 
 def check_targets(path, folder, names):
