@@ -161,10 +161,49 @@ def test_a_local_cluster_says_a_bad_row_in_one_line(tmp_path):
     (folder / 'a.csv').write_text('x\n1\noops\n')
     scratch = tmp_path / 'tmp'
     scratch.mkdir()
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # this checkout's adgrad
     done = subprocess.run([sys.executable, '-m', 'autodiff_cli', 'eval', '2*x', '--points',
                            str(folder), '--engine', 'dask', '-o', str(tmp_path / 'out')],
                           capture_output=True, text=True, timeout=120,
-                          env={**os.environ, 'TMPDIR': str(scratch)})
+                          env={**os.environ, 'TMPDIR': str(scratch), 'PYTHONPATH': root})
     assert done.returncode == 2 and done.stdout == ''
     assert os.listdir(scratch) == []   # the workers' scratch space is gone too
     assert done.stderr == f"adgrad: error: {folder / 'a.csv'}: line 3: 'x' is 'oops', not a number\n"
+
+
+def test_relative_paths_reach_workers_that_run_elsewhere(tmp_path, scheduler, monkeypatch):
+    """The fixture's workers run in pytest's folder, not in tmp_path."""
+    monkeypatch.chdir(tmp_path)
+    os.mkdir('in')
+    with open('in/a.csv', 'w') as f:
+        f.write('x,y\n1,2\n')
+    code, _, err = run_main(['eval', 'x*y', '--points', 'in', '--engine', 'dask',
+                             '--scheduler', scheduler, '-o', 'out'])
+    assert code == 0, err
+    assert open('out/part-00000.csv').read() == 'x,y,value\n1,2,2.0\n'
+    with open('in/b.csv', 'w') as f:
+        f.write('x,y\n1,oops\n')
+    code, _, err = run_main(['eval', 'x*y', '--points', 'in/*.csv', '--engine', 'dask',
+                             '--scheduler', scheduler, '-o', 'out2'])
+    assert code == 2 and err == "adgrad: error: in/b.csv: line 2: 'y' is 'oops', not a number\n"
+
+
+def test_of_several_bad_files_the_first_in_order_is_named(tmp_path, scheduler):
+    folder = tmp_path / 'in'
+    folder.mkdir()
+    (folder / 'a.csv').write_text('x\n1\n' + '2\n' * 20000 + 'late\n')   # found last
+    (folder / 'b.csv').write_text('x\nsoon\n')
+    (folder / 'c.csv').write_text('x\n1\n')
+    for _ in range(3):
+        code, _, err = run_main(['eval', '2*x', '--points', str(folder), '--engine', 'dask',
+                                 '--scheduler', scheduler, '-o', str(tmp_path / 'out')])
+        assert code == 2 and err == (f"adgrad: error: {folder / 'a.csv'}: line 20003: 'x' is "
+                                     "'late', not a number\n")
+
+
+def test_a_folder_of_other_files(tmp_path):
+    (tmp_path / 'README.txt').write_text('hello\n')
+    code, _, err = run_main(['eval', 'x', '--points', str(tmp_path), '--engine', 'dask',
+                             '-o', str(tmp_path / 'o')])
+    assert code == 2 and err == (f"adgrad: error: --points '{tmp_path}' matches no .csv, .tsv "
+                                 'or .parquet file\n')

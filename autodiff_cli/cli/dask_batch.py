@@ -16,7 +16,7 @@ import io
 import logging
 import os
 
-from ..errors import UsageError
+from ..errors import AdgradError, UsageError
 from .common import Exit
 
 _PARQUET = ('.parquet', '.pq')
@@ -42,19 +42,25 @@ def run_dask(args, graph, bindings, names, warn):
     plan = Plan(graph, bindings, names, warn)
     # The first file's header here, so that the usual mistakes (a column
     # missing, one the output would repeat) are said before a cluster starts.
-    with _opened(files[0]) as source:
+    # The workers may run elsewhere, in another folder: they get each file's
+    # whole path, and messages the name as the user wrote it.
+    where = [os.path.join(os.getcwd(), name) for name in files]
+    with _opened(where[0], files[0]) as source:
         _checked(plan, source)
     folder = _Folder(output)
     with folder, _client(args, Client, LocalCluster) as client:
-        futures = client.map(part, files, range(len(files)), text=graph.source,
+        futures = client.map(part, where, files, range(len(files)), text=graph.source,
                              bindings=dict(bindings), names=list(names), fmt=fmt,
                              folder=folder.temp, pure=False)
-        wait(futures)
-        # Every file tried, the first bad one in order is the one reported:
-        # the same message whichever worker finished first.
-        failed = next((f for f in futures if f.status == 'error'), None)
-        if failed is not None:
-            raise failed.exception()
+        try:
+            wait(futures)
+        except Exception as error:   # nothing of adgrad's runs here: the cluster's trouble
+            raise UsageError(f'the Dask cluster failed: {_first_line(error)}') from None
+        # Every file tried, the first that failed, in order, is the one
+        # reported: the same message whichever worker finished first.
+        for name, future in zip(files, futures):
+            if future.status != 'finished':
+                raise _failure(name, future)
         bad, count = None, 0
         for found, rows in client.gather(futures):   # in file order
             bad, count = merge_bad(bad, found), count + rows
@@ -62,6 +68,32 @@ def run_dask(args, graph, bindings, names, warn):
         plan.report(None if bad is None else (*bad, count), args.strict, warn)
         folder.commit()
     return Exit.OK
+
+
+def _failure(name, future):
+    """The error of a file whose task did not finish: adgrad's own as it was
+    raised (it names the file and line); else one line naming the file. A
+    worker that died, memory that ran out, a cluster lost on the way or a
+    file that cannot be written are the cluster's trouble, not a bug of
+    adgrad's; any other exception is one (exit 70)."""
+    if future.status != 'error':   # cancelled: the scheduler or its workers went away
+        return UsageError(f'{name}: the Dask cluster lost this file\'s task ({future.status})')
+    error = future.exception()
+    if isinstance(error, AdgradError):
+        return error
+    if isinstance(error, OSError):
+        return UsageError(f'{name}: {(error.strerror or str(error)).lower()}')
+    if isinstance(error, MemoryError):
+        return UsageError(f'{name}: a Dask worker ran out of memory')
+    if type(error).__name__ == 'KilledWorker':
+        return UsageError(f'{name}: the Dask workers that ran it died (out of memory?), '
+                          'as many times as the cluster retries a task')
+    return error
+
+
+def _first_line(error):
+    text = str(error).strip()
+    return text.splitlines()[0].rstrip(':') if text else type(error).__name__
 
 
 def input_files(pattern):
@@ -75,10 +107,11 @@ def input_files(pattern):
     else:
         found = sorted(glob.glob(pattern))
     if not found:
-        raise UsageError(f"--points '{pattern}' matches no .csv, .tsv or .parquet file "
-                         '(--engine dask reads no JSON Lines)'
-                         if glob.glob(os.path.join(pattern, '*')) or glob.glob(pattern) else
-                         f"--points '{pattern}' matches no file")
+        others = glob.glob(os.path.join(pattern, '*')) if os.path.isdir(pattern) else []
+        hint = ' (--engine dask reads no JSON Lines)' if any(
+            n.endswith(('.jsonl', '.ndjson', '.json')) for n in others) else ''
+        raise UsageError(f"--points '{pattern}' matches no .csv, .tsv or .parquet file{hint}"
+                         if others else f"--points '{pattern}' matches no file")
     kinds = {f.endswith(_PARQUET) for f in found}
     if len(kinds) > 1 or not all(f.endswith(_PARQUET + _TEXT) for f in found):
         raise UsageError(f"--points '{pattern}': every file must be .csv, .tsv or every one "
@@ -95,27 +128,41 @@ class _client:
 
     def __enter__(self):
         address = getattr(self.args, 'scheduler', None)
+        # The client's own log (a lost connection, a task's traceback) stays
+        # out of stderr too: what went wrong is said once, as adgrad's error.
+        # (Every logger of the process, restored after: distributed's own
+        # loggers each have a level of their own.)
+        self.disabled = logging.root.manager.disable
+        logging.disable(logging.CRITICAL)
         try:
             if address is None:
-                # Its workers' own logs (a task's traceback) stay out of the
-                # user's stderr: the error reaches the client and is said once.
-                # Its HTTP server (always started) on a free port of loopback:
-                # the default, 8787, warns when another cluster holds it.
-                # Its workers' scratch space is a temporary folder of its own,
-                # removed afterwards (by default it stays in $TMPDIR).
+                # Its workers' own logs stay out of the user's stderr. Its
+                # HTTP server (always started) takes a free port of loopback:
+                # the default, 8787, warns when another cluster holds it. Its
+                # scratch space is a temporary folder of its own, removed
+                # afterwards (by default it stays in $TMPDIR).
                 import tempfile
 
                 import dask
                 self.scratch = tempfile.mkdtemp(prefix='adgrad-dask-')
                 self.config = dask.config.set({'temporary-directory': self.scratch})
-                self.cluster = self.make_local(n_workers=os.cpu_count() or 1, threads_per_worker=1,
-                                               dashboard_address='127.0.0.1:0',
-                                               silence_logs=logging.CRITICAL)
+                try:
+                    self.cluster = self.make_local(n_workers=os.cpu_count() or 1,
+                                                   threads_per_worker=1,
+                                                   dashboard_address='127.0.0.1:0',
+                                                   silence_logs=logging.CRITICAL)
+                except (OSError, RuntimeError, TimeoutError) as error:
+                    raise UsageError('cannot start a local Dask cluster: '
+                                     f'{_first_line(error)}') from None
                 address = self.cluster
-            self.client = self.make_client(address, timeout='20s')
-        except (OSError, TimeoutError) as error:
+            try:
+                self.client = self.make_client(address, timeout='20s')
+            except (OSError, TimeoutError, ValueError) as error:
+                raise UsageError(f'cannot reach the Dask scheduler at {address}: '
+                                 f'{_first_line(error)}') from None
+        except BaseException:   # Ctrl-C too: nothing is left behind
             self.close()
-            raise UsageError(f'cannot reach the Dask scheduler at {address}: {error}') from None
+            raise
         return self.client
 
     def close(self):
@@ -126,6 +173,7 @@ class _client:
         if self.scratch is not None:
             import shutil
             shutil.rmtree(self.scratch, ignore_errors=True)
+        logging.disable(self.disabled)
 
     def __exit__(self, *exc):
         if hasattr(self, 'client'):
@@ -177,7 +225,7 @@ def _graph(text):
     return graph
 
 
-def part(path, number, text, bindings, names, fmt, folder):
+def part(path, name, number, text, bindings, names, fmt, folder):
     """One file, as the single process reads it (the same reader, the same
     checks, the same messages naming the file and line), streamed through
     the batch into folder/part-NNNNN.EXT. Returns what Plan.stream returns:
@@ -187,7 +235,7 @@ def part(path, number, text, bindings, names, fmt, folder):
     plan = Plan(_graph(text), bindings, names, _QUIET)
     ending = {'plain': 'tsv'}.get(fmt, fmt)
     target = os.path.join(folder, f'part-{number:05d}.{ending}')
-    with _opened(path) as source:
+    with _opened(path, name) as source:
         _checked(plan, source)
         try:
             file = open(target, 'wb')
@@ -198,20 +246,20 @@ def part(path, number, text, bindings, names, fmt, folder):
 
 
 class _opened:
-    """A points file as a Source, its stream closed at the end."""
+    """The points file at `path` as a Source named `name`, closed at the end."""
 
-    def __init__(self, path):
-        self.path, self.stream = path, None
+    def __init__(self, path, name):
+        self.path, self.name, self.stream = path, name, None
 
     def __enter__(self):
         from .points import open_points
         if self.path.endswith(_PARQUET):
-            return open_points(None, self.path, self.path)
+            return open_points(None, self.name, self.path)
         try:
             self.stream = open(self.path, 'rb')
         except OSError as error:
-            raise UsageError(f'cannot read {self.path}: {error.strerror}') from None
-        return open_points(self.stream, self.path, self.path)
+            raise UsageError(f'cannot read {self.name}: {error.strerror}') from None
+        return open_points(self.stream, self.name, self.path)
 
     def __exit__(self, *exc):
         if self.stream is not None:
@@ -227,7 +275,8 @@ def _checked(plan, source):
 
 
 class _Quiet:
-    """A warner that says nothing: the client reports what the parts found."""
+    """A warner that says nothing: the client reports what the parts found.
+    Its stream is what Plan.stream asks whether it is a terminal (no)."""
     stream = io.StringIO()
 
     def __call__(self, message):
