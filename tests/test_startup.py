@@ -82,7 +82,7 @@ def test_the_quick_exit_keeps_output_and_exit_codes(args, code, out, err):
     assert done.stderr.startswith(err) and (err or not done.stderr)
 
 
-def test_the_quick_exit_is_not_taken_while_something_waits_for_the_end():
+def test_the_quick_exit_runs_exit_handlers_and_waits_for_threads():
     done = _python('import atexit\n'
                    'atexit.register(print, "the handler ran")\n' + CONSOLE, 'eval', '2*3')
     assert (done.returncode, done.stdout) == (0, '6.0\nthe handler ran\n'), done.stderr

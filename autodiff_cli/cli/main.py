@@ -69,27 +69,36 @@ def console():
     """The `adgrad` command (and `python -m autodiff_cli`): main(), then, when
     nothing is left for the interpreter to run at exit, an exit that skips its
     teardown (freeing every module and object: a few ms, as long as the rest
-    of a short command). Its output is flushed first, and should that fail,
-    the interpreter's own exit reports it as it always has."""
+    of a short command). Python's own exit handlers run first (a temporary
+    folder's cleanup, coverage); what is skipped is the teardown and the C
+    and C++ destructors after it, where pyarrow's thread pool, still running
+    after an error, could abort the process ('terminate called without an
+    active exception', exit 134) about one run in thirty under load. Its
+    output is flushed first, and should that fail, the interpreter's own
+    exit reports it as it always has."""
     code = main()
     if isinstance(code, int) and _nothing_left_to_run():
+        import atexit
         try:
-            for stream in {id(s): s for s in (sys.stdout, sys.stderr) if s is not None}.values():
-                stream.flush()
+            _flush()
+            getattr(atexit, '_run_exitfuncs', lambda: None)()
+            _flush()
         except (OSError, ValueError):
             return code
         os._exit(code)
     return code
 
 
+def _flush():
+    for stream in {id(s): s for s in (sys.stdout, sys.stderr) if s is not None}.values():
+        stream.flush()
+
+
 def _nothing_left_to_run():
-    """No exit handler (a temporary folder's cleanup, a cluster's shutdown,
-    coverage), no other thread, no profiler or tracer waiting for the end."""
-    import atexit
+    """No other thread, and no profiler or tracer waiting for the end."""
     threading = sys.modules.get('threading')
-    return (getattr(atexit, '_ncallbacks', lambda: 1)() == 0
-            and (threading is None or (threading.active_count() == 1
-                                       and not getattr(threading, '_threading_atexits', ())))
+    return ((threading is None or (threading.active_count() == 1
+                                   and not getattr(threading, '_threading_atexits', ())))
             and sys.gettrace() is None and sys.getprofile() is None)
 
 
