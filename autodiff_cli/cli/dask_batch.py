@@ -35,6 +35,8 @@ def run_dask(args, graph, bindings, names, warn):
     if fmt not in ('csv', 'tsv', 'jsonl', 'parquet'):
         raise UsageError(f'--engine dask writes csv, tsv, jsonl or parquet files, not {fmt}')
     try:
+        import asyncio
+
         from dask.distributed import Client, LocalCluster, wait
     except ImportError:
         raise UsageError("--engine dask needs Dask: pip install 'adgrad[dask]'") from None
@@ -52,10 +54,18 @@ def run_dask(args, graph, bindings, names, warn):
         futures = client.map(part, where, files, range(len(files)), text=graph.source,
                              bindings=dict(bindings), names=list(names), fmt=fmt,
                              folder=folder.temp, pure=False)
-        try:
-            wait(futures)
-        except Exception as error:   # nothing of adgrad's runs here: the cluster's trouble
-            raise UsageError(f'the Dask cluster failed: {_first_line(error)}') from None
+        with _ctrl_c_between_waits() as interrupted:
+            while True:
+                try:
+                    wait(futures, timeout=0.25)
+                    break
+                except (TimeoutError, asyncio.TimeoutError):   # (one class from 3.11 on)
+                    if interrupted():
+                        raise KeyboardInterrupt from None
+                except Exception as error:   # nothing of adgrad's runs here: the cluster's
+                    raise UsageError(f'the Dask cluster failed: {_first_line(error)}') from None
+            if interrupted():   # in the last wait: DIR is not written
+                raise KeyboardInterrupt
         # Every file tried, the first that failed, in order, is the one
         # reported: the same message whichever worker finished first.
         for name, future in zip(files, futures):
@@ -89,6 +99,30 @@ def _failure(name, future):
         return UsageError(f'{name}: the Dask workers that ran it died (out of memory?), '
                           'as many times as the cluster retries a task')
     return error
+
+
+class _ctrl_c_between_waits:
+    """Ctrl-C noted, then acted on between waits: raised at any moment, the
+    KeyboardInterrupt could land in one of the client's callbacks, where
+    Python only prints it and goes on (the run then finished and wrote DIR)."""
+
+    def __enter__(self):
+        import signal
+        self.hit, self.old = False, None
+        try:
+            if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:   # (nohup, a background job)
+                self.old = signal.signal(signal.SIGINT, self._note)
+        except ValueError:   # not the main thread: signals are not ours to set
+            pass
+        return lambda: self.hit
+
+    def _note(self, signum, frame):
+        self.hit = True
+
+    def __exit__(self, *exc):
+        if self.old is not None:
+            import signal
+            signal.signal(signal.SIGINT, self.old)
 
 
 def _first_line(error):
@@ -145,7 +179,10 @@ class _client:
 
                 import dask
                 self.scratch = tempfile.mkdtemp(prefix='adgrad-dask-')
-                self.config = dask.config.set({'temporary-directory': self.scratch})
+                # Its workers leave Ctrl-C to adgrad (cli/dask_worker.py).
+                self.config = dask.config.set({
+                    'temporary-directory': self.scratch,
+                    'distributed.worker.preload': ['autodiff_cli.cli.dask_worker']})
                 try:
                     self.cluster = self.make_local(n_workers=os.cpu_count() or 1,
                                                    threads_per_worker=1,
