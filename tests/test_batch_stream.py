@@ -611,3 +611,15 @@ def test_points_from_a_pipe_by_its_path(tmp_path, to_file):
     text = out.read_text() if to_file else run.stdout
     assert run.returncode == 0 and text == 'x,value,d_x\n1,1.0,0.5\n0,0.0,inf\n4,2.0,0.25\n'
     assert 'the gradient ∂f/∂x is not finite in 1 of 3 rows' in run.stderr
+
+
+def test_csv_cells_keep_their_text_in_json_unless_spelled_as_json_numbers(tmp_path):
+    """An id '007' or a cell ' 2 ' is not respelled; float() still reads a variable's."""
+    path = tmp_path / 'q.csv'
+    path.write_text('x,y,id\n1_000, 2 ,007\n3,-0.5,1e3\n-0,1,inf\n')
+    code, out, err = run_main(['eval', 'x+y', '--points', str(path), '--format', 'jsonl'])
+    assert code == 0, err
+    assert [json.loads(line) for line in out.splitlines()] == [
+        {'x': '1_000', 'y': ' 2 ', 'id': '007', 'value': 1002.0},
+        {'x': 3.0, 'y': -0.5, 'id': 1000.0, 'value': 2.5},
+        {'x': -0.0, 'y': 1.0, 'id': 'inf', 'value': 1.0}]

@@ -3,6 +3,8 @@ columns, in CSV, TSV, JSON Lines, JSON, Parquet or a table; numbers in
 shortest round-trip form."""
 
 import json
+import math
+import re
 
 from .output import json_number as _json_number, number
 from .points import ABSENT
@@ -25,12 +27,20 @@ def _json_value(x):
     return _json_number(x) if isinstance(x, float) else x
 
 
+# A number as JSON spells one: no sign but '-', no leading zeros, spaces or underscores.
+_JSON_NUMBER = re.compile(r'-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?')
+
+
 def _json_cell(x):
-    """A cell read from CSV or TSV as a JSON value: text that is a number becomes one."""
-    try:
-        return _json_number(float(x))
-    except (TypeError, ValueError):
-        return x
+    """A cell read from CSV or TSV as a JSON value: text spelled as a JSON
+    number becomes that number (a float, as the computed columns are); any
+    other text stays as it was, so that an id '007', ' 2 ', '1_000' or 'inf'
+    is not changed into something else (float() reads each of them)."""
+    if isinstance(x, str) and _JSON_NUMBER.fullmatch(x):
+        value = float(x)
+        if math.isfinite(value):   # (1e999 is JSON, and no float)
+            return _json_number(value)
+    return x
 
 
 # ---- streamed rows: one writer per format, fed chunk by chunk ----
