@@ -207,3 +207,22 @@ def test_a_folder_of_other_files(tmp_path):
                              '-o', str(tmp_path / 'o')])
     assert code == 2 and err == (f"adgrad: error: --points '{tmp_path}' matches no .csv, .tsv "
                                  'or .parquet file\n')
+
+
+def test_what_a_folder_or_glob_of_other_kinds_is_told(tmp_path, scheduler):
+    mixed = tmp_path / 'mixed'
+    mixed.mkdir()
+    (mixed / 'a.csv').write_text('x\n1\n')
+    (mixed / 'b.jsonl').write_text('{"x": 2}\n')
+    code, _, err = run_main(['eval', '2*x', '--points', str(mixed), '--engine', 'dask',
+                             '--scheduler', scheduler, '-o', str(tmp_path / 'out')])
+    assert code == 0 and err == (f"adgrad: warning: --points '{mixed}': 1 JSON Lines file left "
+                                 'out (--engine dask reads CSV, TSV and Parquet)\n')
+    assert os.listdir(tmp_path / 'out') == ['part-00000.csv']
+    code, _, err = run_main(['eval', '2*x', '--points', str(mixed / '*'), '--engine', 'dask',
+                             '-o', str(tmp_path / 'o2')])
+    assert code == 2 and err.endswith(f"files, not {mixed / 'b.jsonl'}\n")
+    (tmp_path / 'afile').write_text('')
+    code, _, err = run_main(['eval', '2*x', '--points', str(mixed), '--engine', 'dask',
+                             '-o', str(tmp_path / 'afile')])
+    assert code == 2 and err.endswith('the output is a folder, and this is a file\n')

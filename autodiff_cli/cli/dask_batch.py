@@ -21,6 +21,7 @@ from .common import Exit
 
 _PARQUET = ('.parquet', '.pq')
 _TEXT = ('.csv', '.tsv')
+_JSON_LINES = ('.jsonl', '.ndjson', '.json')
 _GRAPHS = {}  # program text -> Graph, per worker process
 
 
@@ -28,7 +29,7 @@ def run_dask(args, graph, bindings, names, warn):
     output = getattr(args, 'output', None)
     if output in (None, '-'):
         raise UsageError('--engine dask writes one file per points file: give -o DIR')
-    files = input_files(args.points)
+    files = input_files(args.points, warn)
     kind = 'parquet' if files[0].endswith(_PARQUET) else \
         'tsv' if files[0].endswith('.tsv') else 'csv'
     fmt = str(args.format) if args.format_given else kind
@@ -130,7 +131,7 @@ def _first_line(error):
     return text.splitlines()[0].rstrip(':') if text else type(error).__name__
 
 
-def input_files(pattern):
+def input_files(pattern, warn):
     """The files a glob or a folder names, in order: all CSV/TSV or all Parquet."""
     if pattern == '-':
         raise UsageError('--engine dask reads files, a glob or a folder of them, not standard '
@@ -143,13 +144,22 @@ def input_files(pattern):
     if not found:
         others = glob.glob(os.path.join(pattern, '*')) if os.path.isdir(pattern) else []
         hint = ' (--engine dask reads no JSON Lines)' if any(
-            n.endswith(('.jsonl', '.ndjson', '.json')) for n in others) else ''
+            n.endswith(_JSON_LINES) for n in others) else ''
         raise UsageError(f"--points '{pattern}' matches no .csv, .tsv or .parquet file{hint}"
                          if others else f"--points '{pattern}' matches no file")
     kinds = {f.endswith(_PARQUET) for f in found}
     if len(kinds) > 1 or not all(f.endswith(_PARQUET + _TEXT) for f in found):
-        raise UsageError(f"--points '{pattern}': every file must be .csv, .tsv or every one "
-                         '.parquet')
+        odd = next((f for f in found if not f.endswith(_PARQUET + _TEXT)), None)
+        raise UsageError(f"--points '{pattern}': --engine dask reads .csv and .tsv files, or "
+                         '.parquet files, not both' if odd is None else
+                         f"--points '{pattern}': --engine dask reads .csv, .tsv or .parquet "
+                         f'files, not {odd}')
+    if os.path.isdir(pattern):
+        skipped = [n for n in os.listdir(pattern) if n.endswith(_JSON_LINES)]
+        if skipped:
+            warn(f"--points '{pattern}': {len(skipped)} JSON Lines "
+                 f"file{'s' if len(skipped) > 1 else ''} left out (--engine dask reads CSV, "
+                 'TSV and Parquet)')
     return found
 
 
@@ -225,7 +235,10 @@ class _Folder:
         self.path = path.rstrip('/') or path
         if os.path.islink(self.path):   # the folder it links to is what gets the parts
             self.path = os.path.realpath(self.path)
-        if os.path.exists(self.path) and (not os.path.isdir(self.path) or os.listdir(self.path)):
+        if os.path.exists(self.path) and not os.path.isdir(self.path):
+            raise UsageError(f'-o {path}: with --engine dask, the output is a folder, and this '
+                             'is a file')
+        if os.path.isdir(self.path) and os.listdir(self.path):
             raise UsageError(f'-o {path}: with --engine dask, the output is a folder that '
                              'must not exist yet, or be empty')
 
@@ -235,7 +248,7 @@ class _Folder:
         try:
             self.temp = tempfile.mkdtemp(prefix=f'.{base}.', suffix='.tmp', dir=parent)
         except OSError as error:
-            raise UsageError(f'cannot write {self.path}: {error.strerror}') from None
+            raise UsageError(f'cannot write {self.path}: {error.strerror.lower()}') from None
         return self
 
     def commit(self):
