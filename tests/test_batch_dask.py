@@ -226,3 +226,56 @@ def test_what_a_folder_or_glob_of_other_kinds_is_told(tmp_path, scheduler):
     code, _, err = run_main(['eval', '2*x', '--points', str(mixed), '--engine', 'dask',
                              '-o', str(tmp_path / 'afile')])
     assert code == 2 and err.endswith('the output is a folder, and this is a file\n')
+
+
+def test_the_worker_preload_is_added_to_the_user_s_own():
+    from autodiff_cli.cli.dask_batch import worker_preload
+    ours = 'autodiff_cli.cli.dask_worker'
+    settings = {'distributed.worker.preload': ['mine'], 'distributed.worker.preload-argv': [['-v']]}
+    assert worker_preload(lambda key, default=None: settings.get(key, default)) == {
+        'distributed.worker.preload': ['mine', ours],
+        'distributed.worker.preload-argv': [['-v'], []]}
+    assert worker_preload(lambda key, default=None: {'distributed.worker.preload': 'one'}.get(
+        key, default)) == {'distributed.worker.preload': ['one', ours]}
+    assert worker_preload(lambda key, default=None: default) == {
+        'distributed.worker.preload': [ours]}
+
+
+@pytest.mark.skipif(sys.platform == 'win32', reason='process groups')
+def test_ctrl_c_twice_while_parts_are_written_leaves_nothing(tmp_path):
+    """SIGINT to the whole process group, as a terminal sends it, once the
+    workers write parts, and again at once: exit 130, no DIR, no temporary
+    folder beside it or in TMPDIR, and nothing on stderr."""
+    import signal
+    import time
+    folder = tmp_path / 'in'
+    folder.mkdir()
+    rows = ''.join(f'{k % 97 * 0.01},{k % 89 * 0.02}\n' for k in range(200_000))
+    for k in range(8):
+        (folder / f'p{k}.csv').write_text('x,y\n' + rows)
+    scratch = tmp_path / 'tmp'
+    scratch.mkdir()
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    process = subprocess.Popen(
+        [sys.executable, '-m', 'autodiff_cli', 'grad', 'x*y + sin(x)', '--points', str(folder),
+         '--engine', 'dask', '-o', str(tmp_path / 'out')], stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, start_new_session=True,
+        env={**os.environ, 'TMPDIR': str(scratch), 'PYTHONPATH': root},
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and process.poll() is None and not any(
+            name.startswith('part-') for temp in tmp_path.glob('.out.*')
+            for name in os.listdir(temp)):
+        time.sleep(0.02)
+    if process.poll() is not None:
+        pytest.skip('the run ended before the workers wrote a part')
+    os.killpg(process.pid, signal.SIGINT)
+    time.sleep(0.1)
+    try:
+        os.killpg(process.pid, signal.SIGINT)
+    except ProcessLookupError:
+        pass
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert (stdout, stderr) == ('', '')
+    assert sorted(os.listdir(tmp_path)) == ['in', 'tmp'] and os.listdir(scratch) == []

@@ -51,22 +51,23 @@ def run_dask(args, graph, bindings, names, warn):
     with _opened(where[0], files[0]) as source:
         _checked(plan, source)
     folder = _Folder(output)
-    with folder, _client(args, Client, LocalCluster) as client:
+    # Ctrl-C from here on is noted and acted on between waits, and cleaning
+    # up after it runs to the end: a second Ctrl-C cannot cut it short.
+    with _ctrl_c_noted() as interrupted, folder, \
+            _client(args, Client, LocalCluster) as client:
         futures = client.map(part, where, files, range(len(files)), text=graph.source,
                              bindings=dict(bindings), names=list(names), fmt=fmt,
                              folder=folder.temp, pure=False)
-        with _ctrl_c_between_waits() as interrupted:
-            while True:
-                try:
-                    wait(futures, timeout=0.25)
-                    break
-                except (TimeoutError, asyncio.TimeoutError):   # (one class from 3.11 on)
-                    if interrupted():
-                        raise KeyboardInterrupt from None
-                except Exception as error:   # nothing of adgrad's runs here: the cluster's
-                    raise UsageError(f'the Dask cluster failed: {_first_line(error)}') from None
-            if interrupted():   # in the last wait: DIR is not written
-                raise KeyboardInterrupt
+        while not interrupted():
+            try:
+                wait(futures, timeout=0.25)
+                break
+            except (TimeoutError, asyncio.TimeoutError):   # (one class from 3.11 on)
+                continue
+            except Exception as error:   # nothing of adgrad's runs here: the cluster's
+                raise UsageError(f'the Dask cluster failed: {_first_line(error)}') from None
+        if interrupted():   # DIR is not written
+            raise KeyboardInterrupt
         # Every file tried, the first that failed, in order, is the one
         # reported: the same message whichever worker finished first.
         for name, future in zip(files, futures):
@@ -102,17 +103,19 @@ def _failure(name, future):
     return error
 
 
-class _ctrl_c_between_waits:
+class _ctrl_c_noted:
     """Ctrl-C noted, then acted on between waits: raised at any moment, the
     KeyboardInterrupt could land in one of the client's callbacks, where
-    Python only prints it and goes on (the run then finished and wrote DIR)."""
+    Python only prints it and goes on (the run then finished and wrote DIR),
+    or cut the cleaning up after a first one short."""
 
     def __enter__(self):
         import signal
-        self.hit, self.old = False, None
+        self.hit, self.installed = False, False
         try:
             if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:   # (nohup, a background job)
                 self.old = signal.signal(signal.SIGINT, self._note)
+                self.installed = True
         except ValueError:   # not the main thread: signals are not ours to set
             pass
         return lambda: self.hit
@@ -121,9 +124,9 @@ class _ctrl_c_between_waits:
         self.hit = True
 
     def __exit__(self, *exc):
-        if self.old is not None:
+        if self.installed:   # (None: a handler set outside Python, which cannot be put back)
             import signal
-            signal.signal(signal.SIGINT, self.old)
+            signal.signal(signal.SIGINT, signal.SIG_DFL if self.old is None else self.old)
 
 
 def _first_line(error):
@@ -155,7 +158,8 @@ def input_files(pattern, warn):
                          f"--points '{pattern}': --engine dask reads .csv, .tsv or .parquet "
                          f'files, not {odd}')
     if os.path.isdir(pattern):
-        skipped = [n for n in os.listdir(pattern) if n.endswith(_JSON_LINES)]
+        skipped = [n for n in os.listdir(pattern)
+                   if n.endswith(_JSON_LINES) and not n.startswith(('.', '_'))]
         if skipped:
             warn(f"--points '{pattern}': {len(skipped)} JSON Lines "
                  f"file{'s' if len(skipped) > 1 else ''} left out (--engine dask reads CSV, "
@@ -190,9 +194,8 @@ class _client:
                 import dask
                 self.scratch = tempfile.mkdtemp(prefix='adgrad-dask-')
                 # Its workers leave Ctrl-C to adgrad (cli/dask_worker.py).
-                self.config = dask.config.set({
-                    'temporary-directory': self.scratch,
-                    'distributed.worker.preload': ['autodiff_cli.cli.dask_worker']})
+                self.config = dask.config.set({'temporary-directory': self.scratch,
+                                               **worker_preload(dask.config.get)})
                 try:
                     self.cluster = self.make_local(n_workers=os.cpu_count() or 1,
                                                    threads_per_worker=1,
@@ -213,19 +216,37 @@ class _client:
         return self.client
 
     def close(self):
-        if self.cluster is not None:
-            self.cluster.close()
-        if self.config is not None:   # dask's setting as it was, for a caller in this process
-            self.config.__exit__(None, None, None)
-        if self.scratch is not None:
-            import shutil
-            shutil.rmtree(self.scratch, ignore_errors=True)
-        logging.disable(self.disabled)
+        """Each step whatever happened in the one before."""
+        try:
+            if self.cluster is not None:
+                self.cluster.close()
+        finally:
+            if self.config is not None:   # dask's settings as they were, for a caller here
+                self.config.__exit__(None, None, None)
+            if self.scratch is not None:
+                import shutil
+                shutil.rmtree(self.scratch, ignore_errors=True)
+            logging.disable(self.disabled)
 
     def __exit__(self, *exc):
-        if hasattr(self, 'client'):
-            self.client.close()
-        self.close()
+        try:
+            if hasattr(self, 'client'):
+                self.client.close()
+        finally:
+            self.close()
+
+
+def worker_preload(get):
+    """Dask settings that add cli/dask_worker.py to the workers' preloads, after
+    any the user's own configuration names (with an empty argument list of
+    its own where the user's give one list per preload)."""
+    preload = get('distributed.worker.preload', None) or []
+    preload = [preload] if isinstance(preload, str) else list(preload)
+    argv = list(get('distributed.worker.preload-argv', None) or [])
+    settings = {'distributed.worker.preload': [*preload, 'autodiff_cli.cli.dask_worker']}
+    if argv and all(isinstance(a, (list, tuple)) for a in argv):
+        settings['distributed.worker.preload-argv'] = [*argv, []]
+    return settings
 
 
 class _Folder:
@@ -290,7 +311,7 @@ def part(path, name, number, text, bindings, names, fmt, folder):
         try:
             file = open(target, 'wb')
         except OSError as error:
-            raise UsageError(f'cannot write {target}: {error.strerror}') from None
+            raise UsageError(f'cannot write {target}: {error.strerror.lower()}') from None
         with file:
             return plan.stream(source, make_writer(fmt, source, plan, file), None, None, _QUIET)
 
@@ -308,6 +329,7 @@ class _opened:
         try:
             self.stream = open(self.path, 'rb')
         except OSError as error:
+            # (as --points FILE says it)
             raise UsageError(f'cannot read {self.name}: {error.strerror}') from None
         return open_points(self.stream, self.name, self.path)
 
