@@ -616,10 +616,17 @@ def test_points_from_a_pipe_by_its_path(tmp_path, to_file):
 def test_csv_cells_keep_their_text_in_json_unless_spelled_as_json_numbers(tmp_path):
     """An id '007' or a cell ' 2 ' is not respelled; float() still reads a variable's."""
     path = tmp_path / 'q.csv'
-    path.write_text('x,y,id\n1_000, 2 ,007\n3,-0.5,1e3\n-0,1,inf\n')
+    path.write_text('x,y,id\n1_000, 2 ,007\n3,-0.5,1e3\n-0,1,inf\n'
+                    '1.,.5,9007199254740993\n+1,0.1,12345678901234567890\n'
+                    '1,1E+5,0.10000000000000000555\n2,1,1e-400\n')
     code, out, err = run_main(['eval', 'x+y', '--points', str(path), '--format', 'jsonl'])
     assert code == 0, err
     assert [json.loads(line) for line in out.splitlines()] == [
         {'x': '1_000', 'y': ' 2 ', 'id': '007', 'value': 1002.0},
         {'x': 3.0, 'y': -0.5, 'id': 1000.0, 'value': 2.5},
-        {'x': -0.0, 'y': 1.0, 'id': 'inf', 'value': 1.0}]
+        {'x': -0.0, 'y': 1.0, 'id': 'inf', 'value': 1.0},
+        # not JSON's spelling, or not the float's own digits: text as it was
+        {'x': '1.', 'y': '.5', 'id': '9007199254740993', 'value': 1.5},
+        {'x': '+1', 'y': 0.1, 'id': '12345678901234567890', 'value': 1.1},
+        {'x': 1.0, 'y': 100000.0, 'id': '0.10000000000000000555', 'value': 100001.0},
+        {'x': 2.0, 'y': 1.0, 'id': '1e-400', 'value': 3.0}]

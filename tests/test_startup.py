@@ -83,7 +83,13 @@ def test_the_quick_exit_keeps_output_and_exit_codes(args, code, out, err):
 
 
 def test_the_quick_exit_runs_exit_handlers_and_waits_for_threads():
+    # An exit handler runs, and the teardown after it does not: an object
+    # freed at teardown would say so (pyarrow's thread pool could abort there).
     done = _python('import atexit\n'
+                   'class Loud:\n'
+                   '    def __del__(self):\n'
+                   '        print("teardown")\n'
+                   'loud = Loud()\n'
                    'atexit.register(print, "the handler ran")\n' + CONSOLE, 'eval', '2*3')
     assert (done.returncode, done.stdout) == (0, '6.0\nthe handler ran\n'), done.stderr
     # The thread waits for the command to be under way, then outlives it.

@@ -33,14 +33,23 @@ _JSON_NUMBER = re.compile(r'-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?
 
 def _json_cell(x):
     """A cell read from CSV or TSV as a JSON value: text spelled as a JSON
-    number becomes that number (a float, as the computed columns are); any
-    other text stays as it was, so that an id '007', ' 2 ', '1_000' or 'inf'
-    is not changed into something else (float() reads each of them)."""
+    number becomes that number (a float, as the computed columns are) where
+    the float is that very number, as written; any other text stays as it
+    was, so that an id ('007', '9007199254740993', 12345678901234567890),
+    ' 2 ', '1_000', '1e-400' or 'inf' is not changed into something else."""
     if isinstance(x, str) and _JSON_NUMBER.fullmatch(x):
         value = float(x)
-        if math.isfinite(value):   # (1e999 is JSON, and no float)
+        if math.isfinite(value) and _same_decimal(x, value):
             return _json_number(value)
     return x
+
+
+def _same_decimal(text, value):
+    """Whether the float's shortest digits are the number `text` writes
+    ('0.1' is 0.1; '0.10000000000000000555' and '1e-400' are not). Decimal,
+    not int(): an integer of 5,000 digits is too long for int() to read."""
+    from decimal import Decimal
+    return Decimal(repr(value)) == Decimal(text)
 
 
 # ---- streamed rows: one writer per format, fed chunk by chunk ----
