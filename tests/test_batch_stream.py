@@ -273,9 +273,9 @@ def test_jsonl_to_csv_takes_every_key_as_a_column(tmp_path, tiny_chunks):
 
 
 def test_interrupts_wait_for_a_row_boundary():
-    from autodiff_cli.cli.batch import _AtRowBoundaries
+    from autodiff_cli.cli.batch import AtBoundaries
     with pytest.raises(KeyboardInterrupt):
-        with _AtRowBoundaries() as boundary:
+        with AtBoundaries() as boundary:
             os.kill(os.getpid(), signal.SIGINT)
             written = 'a whole chunk'  # reached: the signal did not cut in
             boundary.check()
@@ -308,7 +308,7 @@ def test_the_writer_thread_writes_every_chunk_in_order_before_an_interrupt_leave
         with _Behind(slow) as writer:
             for k in range(5):
                 writer.write(k, [])
-            raise KeyboardInterrupt  # as _AtRowBoundaries raises it, between chunks
+            raise KeyboardInterrupt  # as AtBoundaries raises it, between chunks
     assert slow.written == [0, 1, 2, 3, 4] and not slow.closed
 
 

@@ -60,14 +60,14 @@ def run_points(args, graph, bindings, names, out, warn, stdin=None):
                                         None, count, warn)
                 if not target.file.closed:   # the rows before a warning, where both go to one place
                     target.file.flush()
-                plan.report(None if bad is None else (*bad, done), args.strict, warn)
+                plan.report(bad, done, args.strict, warn)
                 target.commit()
         else:
-            with _AtRowBoundaries() as boundary:
+            with AtBoundaries() as boundary:
                 bad, done = plan.stream(source, make_writer(fmt, source, plan, out), boundary,
                                         count, warn)
                 out.flush()
-            plan.report(None if bad is None else (*bad, done), args.strict, warn)
+            plan.report(bad, done, args.strict, warn)
     return Exit.OK
 
 
@@ -217,7 +217,7 @@ class Plan:
             source.header = scan.header
             self.check(source)
         if strict and scan.bad is not None:
-            self.report((*scan.bad, scan.rows), strict, self.warn)
+            self.report(scan.bad, scan.rows, strict, self.warn)
         return scan
 
     def stream(self, source, writer, boundary, count, warn):
@@ -239,10 +239,11 @@ class Plan:
             writer.close()
         return bad, done
 
-    def report(self, bad, strict, warn):
+    def report(self, bad, count, strict, warn):
+        """The first non-finite node and in how many rows (bad, or None), of `count` rows."""
         if bad is None:
             return
-        node, rows_hit, count = bad
+        node, rows_hit = bad
         past = node - len(self.graph.nodes)   # a gradient's, past the tape (see run_batch)
         if past >= 0:
             numerical(f'the gradient ∂f/∂{self.names[past]} is not finite in {rows_hit} of '
@@ -428,14 +429,19 @@ class _Tee:
         return data
 
 
-class _AtRowBoundaries:
-    """Ctrl-C while rows go to stdout takes effect between chunks, so the
-    output ends with a whole row; the exit code is still 130."""
+class AtBoundaries:
+    """Ctrl-C noted, then acted on where the caller looks (check()): between
+    chunks, so that rows on stdout end with a whole row; between a cluster's
+    waits (dask_batch), so that it never lands in a callback that only
+    prints it, nor cuts the cleaning up short. The exit code is still 130.
+    A SIGINT the shell ignores (nohup, a background job) stays ignored."""
 
     def __enter__(self):
-        self.hit, self.old = False, None
+        self.hit, self.installed = False, False
         try:
-            self.old = signal.signal(signal.SIGINT, self._interrupted)
+            if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+                self.old = signal.signal(signal.SIGINT, self._interrupted)
+                self.installed = True
         except ValueError:  # not the main thread: no handler, Python's own behaviour
             pass
         return self
@@ -448,8 +454,8 @@ class _AtRowBoundaries:
             raise KeyboardInterrupt
 
     def __exit__(self, *exc):
-        if self.old is not None:
-            signal.signal(signal.SIGINT, self.old)
+        if self.installed:   # (None: a handler set outside Python, which cannot be put back)
+            signal.signal(signal.SIGINT, signal.SIG_DFL if self.old is None else self.old)
         if exc[0] is None:
             self.check()
 

@@ -41,7 +41,7 @@ def run_dask(args, graph, bindings, names, warn):
         from dask.distributed import Client, LocalCluster, wait
     except ImportError:
         raise UsageError("--engine dask needs Dask: pip install 'adgrad[dask]'") from None
-    from .batch import Plan, merge_bad
+    from .batch import AtBoundaries, Plan, merge_bad
     plan = Plan(graph, bindings, names, warn)
     # The first file's header here, so that the usual mistakes (a column
     # missing, one the output would repeat) are said before a cluster starts.
@@ -53,12 +53,11 @@ def run_dask(args, graph, bindings, names, warn):
     folder = _Folder(output)
     # Ctrl-C from here on is noted and acted on between waits, and cleaning
     # up after it runs to the end: a second Ctrl-C cannot cut it short.
-    with _ctrl_c_noted() as interrupted, folder, \
-            _client(args, Client, LocalCluster) as client:
+    with AtBoundaries() as boundary, folder, _client(args, Client, LocalCluster) as client:
         futures = client.map(part, where, files, range(len(files)), text=graph.source,
                              bindings=dict(bindings), names=list(names), fmt=fmt,
                              folder=folder.temp, pure=False)
-        while not interrupted():
+        while not boundary.hit:
             try:
                 wait(futures, timeout=0.25)
                 break
@@ -66,8 +65,7 @@ def run_dask(args, graph, bindings, names, warn):
                 continue
             except Exception as error:   # nothing of adgrad's runs here: the cluster's
                 raise UsageError(f'the Dask cluster failed: {_first_line(error)}') from None
-        if interrupted():   # DIR is not written
-            raise KeyboardInterrupt
+        boundary.check()   # DIR is not written
         # Every file tried, the first that failed, in order, is the one
         # reported: the same message whichever worker finished first.
         for name, future in zip(files, futures):
@@ -77,7 +75,7 @@ def run_dask(args, graph, bindings, names, warn):
         for found, rows in client.gather(futures):   # in file order
             bad, count = merge_bad(bad, found), count + rows
         # under --strict a non-finite row is an error: DIR is then not written
-        plan.report(None if bad is None else (*bad, count), args.strict, warn)
+        plan.report(bad, count, args.strict, warn)
         folder.commit()
     return Exit.OK
 
@@ -101,32 +99,6 @@ def _failure(name, future):
         return UsageError(f'{name}: the Dask workers that ran it died (out of memory?), '
                           'as many times as the cluster retries a task')
     return error
-
-
-class _ctrl_c_noted:
-    """Ctrl-C noted, then acted on between waits: raised at any moment, the
-    KeyboardInterrupt could land in one of the client's callbacks, where
-    Python only prints it and goes on (the run then finished and wrote DIR),
-    or cut the cleaning up after a first one short."""
-
-    def __enter__(self):
-        import signal
-        self.hit, self.installed = False, False
-        try:
-            if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:   # (nohup, a background job)
-                self.old = signal.signal(signal.SIGINT, self._note)
-                self.installed = True
-        except ValueError:   # not the main thread: signals are not ours to set
-            pass
-        return lambda: self.hit
-
-    def _note(self, signum, frame):
-        self.hit = True
-
-    def __exit__(self, *exc):
-        if self.installed:   # (None: a handler set outside Python, which cannot be put back)
-            import signal
-            signal.signal(signal.SIGINT, signal.SIG_DFL if self.old is None else self.old)
 
 
 def _first_line(error):

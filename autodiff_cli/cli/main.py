@@ -77,11 +77,12 @@ def console():
     output is flushed first, and should that fail, the interpreter's own
     exit reports it as it always has."""
     code = main()
-    if isinstance(code, int) and _nothing_left_to_run():
-        import atexit
+    import atexit
+    run_exit_handlers = getattr(atexit, '_run_exitfuncs', None)   # (CPython's)
+    if isinstance(code, int) and run_exit_handlers is not None and _nothing_left_to_run():
         try:
             _flush()
-            getattr(atexit, '_run_exitfuncs', lambda: None)()
+            run_exit_handlers()
             _flush()
         except (OSError, ValueError):
             return code

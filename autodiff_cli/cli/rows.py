@@ -3,7 +3,6 @@ columns, in CSV, TSV, JSON Lines, JSON, Parquet or a table; numbers in
 shortest round-trip form."""
 
 import json
-import math
 import re
 
 from .output import json_number as _json_number, number
@@ -39,7 +38,7 @@ def _json_cell(x):
     ' 2 ', '1_000', '1e-400' or 'inf' is not changed into something else."""
     if isinstance(x, str) and _JSON_NUMBER.fullmatch(x):
         value = float(x)
-        if math.isfinite(value) and _same_decimal(x, value):
+        if _same_decimal(x, value):   # (1e999 reads as inf, whose digits are not 1e999's)
             return _json_number(value)
     return x
 
