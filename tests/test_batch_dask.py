@@ -279,3 +279,54 @@ def test_ctrl_c_twice_while_parts_are_written_leaves_nothing(tmp_path):
     assert process.returncode == 130, stderr
     assert (stdout, stderr) == ('', '')
     assert sorted(os.listdir(tmp_path)) == ['in', 'tmp'] and os.listdir(scratch) == []
+
+
+def _spawned_workers(pid):
+    """The worker processes a local cluster has spawned under `pid` so far (Linux)."""
+    found = []
+    for entry in os.listdir('/proc'):
+        try:
+            with open(f'/proc/{entry}/stat') as f:
+                parent = int(f.read().rpartition(')')[2].split()[1])
+            with open(f'/proc/{entry}/cmdline', 'rb') as f:
+                command = f.read()
+        except (OSError, ValueError, IndexError):
+            continue
+        if parent == pid and b'spawn_main' in command:
+            found.append(int(entry))
+    return found
+
+
+@pytest.mark.skipif(not os.path.isdir('/proc/self'), reason='reads /proc')
+def test_ctrl_c_while_the_local_cluster_starts_is_quiet(tmp_path):
+    """SIGINT to the whole process group just as the workers are spawned,
+    still importing Dask: it used to kill them with tracebacks and fail the
+    start as exit 2 ('Nanny failed to start'). Now exit 130, nothing on
+    stderr, no DIR, and no worker left running."""
+    import signal
+    import time
+    folder = tmp_path / 'in'
+    folder.mkdir()
+    (folder / 'p0.csv').write_text('x,y\n1,2\n')
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    process = subprocess.Popen(
+        [sys.executable, '-m', 'autodiff_cli', 'grad', 'x*y', '--points', str(folder),
+         '--engine', 'dask', '-o', str(tmp_path / 'out')], stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, start_new_session=True,
+        env={**os.environ, 'PYTHONPATH': root},
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 60
+    workers = []
+    while time.monotonic() < deadline and process.poll() is None and not workers:
+        workers = _spawned_workers(process.pid)
+        time.sleep(0.005)
+    if process.poll() is not None:
+        pytest.skip('the run ended before a worker was spawned')
+    os.killpg(process.pid, signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert (stdout, stderr) == ('', '')
+    assert sorted(os.listdir(tmp_path)) == ['in']
+    time.sleep(0.5)
+    assert [w for w in workers if os.path.exists(f'/proc/{w}')
+            and open(f'/proc/{w}/stat').read().rpartition(')')[2].split()[0] != 'Z'] == []

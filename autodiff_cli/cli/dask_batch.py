@@ -15,6 +15,7 @@ import glob
 import io
 import logging
 import os
+import signal
 
 from ..errors import AdgradError, UsageError
 from .common import Exit
@@ -169,10 +170,11 @@ class _client:
                 self.config = dask.config.set({'temporary-directory': self.scratch,
                                                **worker_preload(dask.config.get)})
                 try:
-                    self.cluster = self.make_local(n_workers=os.cpu_count() or 1,
-                                                   threads_per_worker=1,
-                                                   dashboard_address='127.0.0.1:0',
-                                                   silence_logs=logging.CRITICAL)
+                    with _interrupts_held():
+                        self.cluster = self.make_local(n_workers=os.cpu_count() or 1,
+                                                       threads_per_worker=1,
+                                                       dashboard_address='127.0.0.1:0',
+                                                       silence_logs=logging.CRITICAL)
                 except (OSError, RuntimeError, TimeoutError) as error:
                     raise UsageError('cannot start a local Dask cluster: '
                                      f'{_first_line(error)}') from None
@@ -206,6 +208,34 @@ class _client:
                 self.client.close()
         finally:
             self.close()
+
+
+class _interrupts_held:
+    """SIGINT held back (blocked, not lost) while a local cluster starts.
+
+    Ctrl-C at a terminal signals the whole process group: a worker still
+    importing Dask, before its preload can ignore it, would die printing a
+    traceback, and the cluster's start would fail ('Nanny failed to
+    start'). A blocked signal stays blocked across fork and exec, and so do
+    the threads the cluster starts from this one, which spawn its
+    processes: the workers begin with SIGINT held, and their preload
+    (cli/dask_worker.py) drops it. Here it is delivered when the start is
+    over, and acted on at the first boundary (batch.AtBoundaries)."""
+
+    def __enter__(self):
+        self.mask = None
+        if hasattr(signal, 'pthread_sigmask'):   # (not on Windows)
+            # multiprocessing's resource tracker, started on first need, ends
+            # its own start by unblocking SIGINT in the thread that started
+            # it (the cluster's event loop): started here first, it is not.
+            from multiprocessing import resource_tracker
+            resource_tracker.ensure_running()
+            self.mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        return self
+
+    def __exit__(self, *exc):
+        if self.mask is not None:   # as it was: a caller's own block stays
+            signal.pthread_sigmask(signal.SIG_SETMASK, self.mask)
 
 
 def worker_preload(get):

@@ -75,8 +75,15 @@ def console():
     after an error, could abort the process ('terminate called without an
     active exception', exit 134) about one run in thirty under load. Its
     output is flushed first, and should that fail, the interpreter's own
-    exit reports it as it always has."""
+    exit reports it as it always has.
+
+    The cycle collector stays paused to the end, as main() leaves it as it
+    found it: resumed, its next pass would only free what the exit frees
+    anyway, and would run a Dask client's weak-reference callbacks where
+    Ctrl-C is Python's again (see _noting_interrupts)."""
+    gc.disable()
     code = main()
+    interrupted = _noting_interrupts()
     import atexit
     run_exit_handlers = getattr(atexit, '_run_exitfuncs', None)   # (CPython's)
     if isinstance(code, int) and run_exit_handlers is not None and _nothing_left_to_run():
@@ -86,8 +93,31 @@ def console():
             _flush()
         except (OSError, ValueError):
             return code
-        os._exit(code)
+        os._exit(Exit.INTERRUPTED if interrupted else code)
     return code
+
+
+def _noting_interrupts():
+    """From here to the exit, a Ctrl-C is noted in the list returned, not
+    raised: the command is over, and in the exit handlers (a Dask cluster's
+    close can take a second) or the weak references they free it would
+    print an 'Exception ignored' traceback. A second one ends the process at
+    once (130). A SIGINT ignored or handled by someone else stays so.
+    Only after a command that dealt with Ctrl-C itself (a batch, a cluster)
+    and so imported signal: another's exit is over in microseconds, and
+    importing signal.py would cost every command 0.5 ms."""
+    signal = sys.modules.get('signal')
+    interrupted = []
+    if signal is None:
+        return interrupted
+
+    def note(*_):
+        if interrupted:
+            os._exit(Exit.INTERRUPTED)
+        interrupted.append(True)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, note)
+    return interrupted
 
 
 def _flush():
