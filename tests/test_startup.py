@@ -103,6 +103,30 @@ def test_the_quick_exit_runs_exit_handlers_and_waits_for_threads():
     assert (done.returncode, done.stdout) == (0, '6.0\nthread done\n'), done.stderr
 
 
+@pytest.mark.skipif(sys.platform == 'win32', reason='SIGINT to itself')
+@pytest.mark.parametrize('threads', ['none', 'a daemon thread'])
+def test_ctrl_c_during_the_exit_handlers_is_130_and_quiet(threads):
+    """A Ctrl-C that lands in an exit handler, after a command that handles
+    Ctrl-C itself (a batch: it imported signal), on the quick way out and on
+    the interpreter's own (a thread still alive, as a Dask client leaves):
+    exit 130, the output kept, no 'Exception ignored' traceback."""
+    done = _python('import atexit, os, signal, sys, threading, time\n'
+                   'from autodiff_cli.cli import main as cli\n'
+                   'command = cli.main\n'
+                   'def command_then_ctrl_c_at_exit():\n'
+                   '    code = command()\n'
+                   '    # after console()\'s own handler, so run before it\n'
+                   '    atexit.register(lambda: (os.kill(os.getpid(), signal.SIGINT), '
+                   'time.sleep(0.2)))\n'
+                   '    return code\n'
+                   'cli.main = command_then_ctrl_c_at_exit\n'
+                   + ('threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n'
+                      if threads != 'none' else '')
+                   + 'sys.argv[0] = "adgrad"\n'
+                   'sys.exit(cli.console())\n', 'eval', '2*3')
+    assert (done.returncode, done.stdout, done.stderr) == (130, '6.0\n', '')
+
+
 def test_the_quick_exit_after_a_reader_left_or_a_full_disk():
     big = '+'.join(f'x*{k}' for k in range(3000))
     shell = (f'{sys.executable} -c "$CONSOLE" grad "{big}" x=1 --nodes | head -c 10 > /dev/null; '

@@ -3,7 +3,8 @@
 `main(argv) -> int` is the one place where errors become exit codes, and the
 one place that touches process-wide state: it builds the Environment (the
 standard streams), pauses the cycle collector, and makes stdout survive text
-its encoding cannot show.
+its encoding cannot show. (console(), the process's entry point, also sees
+to its exit: see there.)
 
 Commands are a registry: the `Command` enum in context.py, one line per
 command naming its word, its module under `autodiff_cli/cli/` and a summary.
@@ -82,9 +83,14 @@ def console():
     anyway, and would run a Dask client's weak-reference callbacks where
     Ctrl-C is Python's again (see _noting_interrupts)."""
     gc.disable()
-    code = main()
-    interrupted = _noting_interrupts()
     import atexit
+    interrupted = []
+    # Registered first, so run last, on either way out: after the other exit
+    # handlers, and after the wait for threads that the interpreter's own exit
+    # makes first (a Dask client leaves some).
+    atexit.register(_exit_if_interrupted, interrupted)
+    code = main()
+    _noting_interrupts(interrupted)
     run_exit_handlers = getattr(atexit, '_run_exitfuncs', None)   # (CPython's)
     if isinstance(code, int) and run_exit_handlers is not None and _nothing_left_to_run():
         try:
@@ -97,19 +103,19 @@ def console():
     return code
 
 
-def _noting_interrupts():
-    """From here to the exit, a Ctrl-C is noted in the list returned, not
-    raised: the command is over, and in the exit handlers (a Dask cluster's
-    close can take a second) or the weak references they free it would
-    print an 'Exception ignored' traceback. A second one ends the process at
-    once (130). A SIGINT ignored or handled by someone else stays so.
-    Only after a command that dealt with Ctrl-C itself (a batch, a cluster)
-    and so imported signal: another's exit is over in microseconds, and
-    importing signal.py would cost every command 0.5 ms."""
+def _noting_interrupts(interrupted):
+    """From here to the exit, a Ctrl-C is noted in `interrupted`, not raised:
+    the command is over, and in the exit handlers (a Dask cluster's close can
+    take a second) or the weak references they free it would print an
+    'Exception ignored' traceback. The exit code is then 130 (see
+    _exit_if_interrupted); a second one ends the process at once. A SIGINT
+    ignored or handled by someone else stays so. Only after a command that
+    dealt with Ctrl-C itself (a batch, a cluster) and so imported signal:
+    another's exit is over in microseconds, and importing signal.py would
+    cost every command 0.5 ms."""
     signal = sys.modules.get('signal')
-    interrupted = []
     if signal is None:
-        return interrupted
+        return
 
     def note(*_):
         if interrupted:
@@ -117,7 +123,16 @@ def _noting_interrupts():
         interrupted.append(True)
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, note)
-    return interrupted
+
+
+def _exit_if_interrupted(interrupted):
+    """The last exit handler: 130 if a Ctrl-C was noted on the way out."""
+    if interrupted:
+        try:
+            _flush()
+        except (OSError, ValueError):
+            pass
+        os._exit(Exit.INTERRUPTED)
 
 
 def _flush():
