@@ -630,3 +630,35 @@ def test_csv_cells_keep_their_text_in_json_unless_spelled_as_json_numbers(tmp_pa
         {'x': '+1', 'y': 0.1, 'id': '12345678901234567890', 'value': 1.1},
         {'x': 1.0, 'y': 100000.0, 'id': '0.10000000000000000555', 'value': 100001.0},
         {'x': 2.0, 'y': 1.0, 'id': '1e-400', 'value': 3.0}]
+
+
+def test_the_second_pass_reuses_what_the_first_learnt_of_each_block(tmp_path, monkeypatch):
+    """On stdout a file is read twice; a block the first pass found to hold a
+    record per line (its quotes checked) is not checked again, and the bytes
+    out are those of one pass (-o), of a pipe (whose blocks are cut
+    otherwise), and of the pure-Python reader."""
+    from autodiff_cli.cli import points
+    monkeypatch.setattr(points, '_READ_BYTES', 4096)   # past the first 64 KiB read
+    plain = ''.join(f'"row {i}, ""q""",{i / 7!r},{-i}\n' for i in range(3000))
+    spanning = '"two\nlines",1,2\n'   # a quoted line break: a block of records, not lines
+    path = _file(tmp_path, 'p.csv', 'label,x,y\n' + plain + spanning + plain)
+    checks = []
+    real = points._lines_are_records
+    monkeypatch.setattr(points, '_lines_are_records',
+                        lambda block, delimiter: checks.append(block) or real(block, delimiter))
+    twice = run_main(['grad', 'x*y', '--points', path])
+    checked_twice, checks[:] = len(checks), []
+    once = run_main(['grad', 'x*y', '--points', path, '-o', str(tmp_path / 'out.csv')])
+    assert twice.code == once.code == 0
+    assert twice.out == (tmp_path / 'out.csv').read_text() and 'two\nlines' in twice.out
+    spanned = sum(not real(block, ',') for block in checks)
+    assert len(checks) > 10 and spanned >= 1
+    # Again only the blocks not of lines, and the first, which holds the
+    # header and is read as the source opens, before it is told of the first pass.
+    assert checked_twice == len(checks) + spanned + 1
+    with open(path, 'rb') as f:
+        monkeypatch.setattr(sys, 'stdin', io.TextIOWrapper(io.BufferedReader(_Pipe(f.read()))))
+    from autodiff_cli.cli.main import main
+    out = io.StringIO()
+    monkeypatch.setattr(sys, 'stdout', out)
+    assert main(['grad', 'x*y', '--points', '-']) == 0 and out.getvalue() == twice.out

@@ -50,7 +50,9 @@ def run_points(args, graph, bindings, names, out, warn, stdin=None):
         if not to_file or target.in_place or needs_header:
             scan = plan.scan(source, args.strict)  # the first pass: every row checked
             count = scan.rows
-            source = open_points(source_input.open(), source_input.name, source_input.path)
+            first, source = source, open_points(source_input.open(), source_input.name,
+                                                source_input.path)
+            source.read_again(first)
             if source.kind == 'jsonl':
                 source.header = scan.header
         plan.check(source)

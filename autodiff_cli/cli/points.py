@@ -175,6 +175,10 @@ class Source:
         """pyarrow.csv where pyarrow reads this source's text (it then writes the rows too)."""
         return None
 
+    def read_again(self, first):
+        """This source reads again the very bytes that `first` read (a second
+        pass): what `first` learnt of their structure need not be found again."""
+
     def quick(self, cells):
         """Text cells as numbers, raising on anything but a number (float()'s rules)."""
         import numpy as np
@@ -333,6 +337,9 @@ class CsvSource(Source):
         self.delimiter = '\t' if kind == 'tsv' else ','
         self.blocks = _Blocks(stream, name)
         self.pending, self.line = b'', 1
+        # (first line, length) -> line breaks, of each block whose lines are
+        # its records: checking the quotes is a fifth of a pass over wide rows.
+        self.plain = {}
         self.records = self._records()
         first = next(self.records, None)
         if first is None:
@@ -346,6 +353,11 @@ class CsvSource(Source):
                                                self.records)
         super().__init__(name, kind, check_header(name, fields))
         self._arrow = False  # not imported yet
+
+    def read_again(self, first):
+        # The blocks are cut alike in both passes (the same reads of the same
+        # bytes), so a block is known by its first line and length.
+        self.plain = first.plain
 
     def _records(self):
         try:
@@ -366,15 +378,19 @@ class CsvSource(Source):
                 block = block.replace(b'\r\n', b'\n').replace(b'\r', b'\n')
             if not block.endswith(b'\n'):
                 block += b'\n'
-            if not _lines_are_records(block, self.delimiter):
-                yield from self._quoted(raw, final=self.blocks.eof)
-                # A record still open is read again from its start with the
-                # next block: that block is as long as it, so a field of any
-                # length is read again only as often as its length doubles.
-                self.blocks.at_least = len(self.pending)
-                continue
+            place = (self.line, len(block))
+            breaks = self.plain.get(place)
+            if breaks is None:
+                if not _lines_are_records(block, self.delimiter):
+                    yield from self._quoted(raw, final=self.blocks.eof)
+                    # A record still open is read again from its start with the
+                    # next block: that block is as long as it, so a field of any
+                    # length is read again only as often as its length doubles.
+                    self.blocks.at_least = len(self.pending)
+                    continue
+                breaks = self.plain[place] = block.count(b'\n')
             line = self.line
-            self.line += block.count(b'\n')
+            self.line += breaks
             yield None, block, (line, self.line)
         if self.pending:
             block, self.pending = self.pending, b''
