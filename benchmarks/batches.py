@@ -1,13 +1,16 @@
 """The batch figures of benchmarks/run.py: --points streamed in chunks.
 
     python benchmarks/batches.py generate ROWS > points.csv    x1,x2,y rows for samples/logistic.ad
+    python benchmarks/batches.py generate ROWS wide > wide.csv the same among 22 columns, a quoted label first
 
 Every figure runs the installed adgrad as a subprocess (peak memory is its
 maximum resident set size). Comparisons are measured side by side, in
 alternating rounds, and reported as ratios:
 - the batch core against hand-written NumPy (in-process, child.py);
 - CSV in to CSV out with pyarrow's reader against the pure-Python path (the
-  same adgrad with pyarrow made unimportable), 10^6 and 10^7 rows;
+  same adgrad with pyarrow made unimportable), 10^6 and 10^7 rows, and 10^6
+  rows of another shape: 22 columns, the first a quoted label holding a
+  comma and a doubled quote (issue 13 is checked with such files);
 - 10^8 rows generated on the fly into a pipe (`adgrad grad --points -`);
 - --engine dask on a 2-worker local cluster over 10 Parquet files against
   the single-process stream of the same rows in one Parquet file.
@@ -34,13 +37,26 @@ WITHOUT_PYARROW = [sys.executable, '-c', "import sys; sys.modules['pyarrow'] = N
                    "from autodiff_cli.cli.main import main; sys.exit(main())"]
 
 
-def generate(rows, out, seed=5, block=100_000):
-    """x1,x2,y rows of the logistic sample: a block of random rows, repeated."""
+EXTRA = 18   # columns besides the label and the variables, in the wide shape
+
+
+def generate(rows, out, seed=5, block=100_000, wide=False):
+    """x1,x2,y rows of the logistic sample: a block of random rows, repeated.
+    Wide: label,x1,x2,y,c0,...,c17, the label quoted, with a comma and a
+    doubled quote inside (the text  point 7, "b"  in CSV's quoting), the
+    other columns numbers."""
     import random
     rng = random.Random(seed)
-    lines = ''.join(f'{rng.gauss(0, 1)!r},{rng.gauss(0, 1)!r},{rng.randint(0, 1)}\n'
-                    for _ in range(min(rows, block))).encode()
-    out.write(b'x1,x2,y\n')
+
+    def row(k):
+        text = f'{rng.gauss(0, 1)!r},{rng.gauss(0, 1)!r},{rng.randint(0, 1)}'
+        if wide:
+            text = (f'"point {k}, ""{"ab"[k % 2]}""",{text},'
+                    + ','.join(f'{rng.uniform(-9, 9):.6f}' for _ in range(EXTRA)))
+        return text + '\n'
+    lines = ''.join(row(k) for k in range(min(rows, block))).encode()
+    out.write((f'label,x1,x2,y,{",".join(f"c{k}" for k in range(EXTRA))}\n' if wide
+               else 'x1,x2,y\n').encode())
     done = 0
     while done < rows:
         n = min(block, rows - done)
@@ -124,11 +140,11 @@ class Batches:
     def log(self, message):
         self.bench.log(message)
 
-    def csv_file(self, rows):
-        path = self.dir / f'logistic-{rows}.csv'
+    def csv_file(self, rows, wide=False):
+        path = self.dir / f'logistic-{rows}{"-wide" if wide else ""}.csv'
         if not path.exists():
             with open(path, 'wb') as f:
-                generate(rows, f)
+                generate(rows, f, wide=wide)
         return path
 
     # ---- the figures ----
@@ -156,8 +172,8 @@ class Batches:
             f'median of {len(ours_s)} repetitions each; sums of the gradients '
             f'{"agree" if agree else "DIFFER"}.')
 
-    def csv(self, rows, target_s, target_mb=None, rounds=None):
-        path = self.csv_file(rows)
+    def csv(self, rows, target_s, target_mb=None, rounds=None, wide=False):
+        path = self.csv_file(rows, wide)
         out = self.dir / 'points-out.csv'
         ours = self.bench.adgrad + ['grad', '-f', str(LOGISTIC), '--points', str(path)]
         pure = WITHOUT_PYARROW + ['grad', '-f', str(LOGISTIC), '--points', str(path)]
@@ -174,15 +190,19 @@ class Batches:
         t, pt = min(wall['ours']), min(wall['pure'])
         ok = t <= target_s and (target_mb is None or peak['ours'] <= target_mb)
         target = f'≤ {target_s:g} s' + (f', ≤ {target_mb} MB' if target_mb else '')
+        shape = f' of {EXTRA + 4} columns with quoted labels' if wide else ''
+        generated = f'{rows}{" wide" if wide else ""} > {path.name}'
+        columns = (f'columns label (quoted, with a comma and a doubled quote), x1, x2, y and '
+                   f'{EXTRA} more numbers, all passed through' if wide else 'columns x1, x2, y')
         return self.Figure(
-            f'batch: CSV in to CSV out, {rows:,} rows, whole process',
+            f'batch: CSV in to CSV out, {rows:,} rows{shape}, whole process',
             f'{self.seconds(t)} best, {self.seconds(statistics.median(wall["ours"]))} median; '
             f'CPU {_spread(cpu["ours"])}; peak {peak["ours"]:.0f} MB (pure-Python path: '
             f'{self.seconds(pt)} best, CPU {_spread(cpu["pure"])}, {peak["pure"]:.0f} MB; '
             f'wall ratio {t / pt:.2f})', target, self.verdict(ok),
-            f'`adgrad grad -f samples/logistic.ad --points logistic-{rows}.csv > out.csv` '
-            f'(`python benchmarks/batches.py generate {rows} > logistic-{rows}.csv`: columns '
-            'x1, x2, y, all seven gradients out) with pyarrow installed (`pip install '
+            f'`adgrad grad -f samples/logistic.ad --points {path.name} > out.csv` '
+            f'(`python benchmarks/batches.py generate {generated}`: {columns}; '
+            'all seven gradients out) with pyarrow installed (`pip install '
             "'adgrad[parquet]'`), against the same command with pyarrow made unimportable; "
             f'alternating rounds, wall {", ".join(f"{x:.2f}" for x in wall["ours"])} s and '
             f'{", ".join(f"{x:.2f}" for x in wall["pure"])} s; CPU (user + sys) '
@@ -277,6 +297,7 @@ def figures(bench, figure, run_process, run_child, seconds, verdict):
     b = Batches(bench, figure, run_process, run_child, seconds, verdict)
     rows = []
     for make in (b.core, lambda: b.csv(b.size['rows'], 1.0),
+                 lambda: b.csv(b.size['rows'], 1.0, wide=True),
                  lambda: b.csv(b.size['big'], 10.0, 300, rounds=1)):
         try:
             rows.append(make())
@@ -288,7 +309,7 @@ def figures(bench, figure, run_process, run_child, seconds, verdict):
 
 if __name__ == '__main__':
     if sys.argv[1:2] == ['generate']:
-        generate(int(sys.argv[2]), sys.stdout.buffer)
+        generate(int(sys.argv[2]), sys.stdout.buffer, wide=sys.argv[3:4] == ['wide'])
     elif sys.argv[1:2] == ['parquet']:
         parquet_files(int(sys.argv[2]), 10, sys.argv[3], sys.argv[4])
     else:
