@@ -241,6 +241,28 @@ def test_the_worker_preload_is_added_to_the_user_s_own():
         'distributed.worker.preload': [ours]}
 
 
+def _in_a_group_of_its_own(args, **env):
+    """This checkout's adgrad as a process group of its own, with Python's
+    own Ctrl-C (not pytest's), so that os.killpg signals it as a terminal
+    signals the foreground group: adgrad, and every worker it starts."""
+    import signal
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return subprocess.Popen(
+        [sys.executable, '-m', 'autodiff_cli', *args], stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, start_new_session=True,
+        env={**os.environ, 'PYTHONPATH': root, **env},
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+
+def _skip_if_it_ended(process, why):
+    """Skip when the run was over before the moment to interrupt it came; a
+    run that failed is a failure, not a reason to skip."""
+    if process.poll() is not None:
+        _, stderr = process.communicate()
+        assert process.returncode == 0, stderr
+        pytest.skip(why)
+
+
 @pytest.mark.skipif(sys.platform == 'win32', reason='process groups')
 def test_ctrl_c_twice_while_parts_are_written_leaves_nothing(tmp_path):
     """SIGINT to the whole process group, as a terminal sends it, once the
@@ -255,20 +277,15 @@ def test_ctrl_c_twice_while_parts_are_written_leaves_nothing(tmp_path):
         (folder / f'p{k}.csv').write_text('x,y\n' + rows)
     scratch = tmp_path / 'tmp'
     scratch.mkdir()
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    process = subprocess.Popen(
-        [sys.executable, '-m', 'autodiff_cli', 'grad', 'x*y + sin(x)', '--points', str(folder),
-         '--engine', 'dask', '-o', str(tmp_path / 'out')], stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True, start_new_session=True,
-        env={**os.environ, 'TMPDIR': str(scratch), 'PYTHONPATH': root},
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    process = _in_a_group_of_its_own(['grad', 'x*y + sin(x)', '--points', str(folder),
+                                      '--engine', 'dask', '-o', str(tmp_path / 'out')],
+                                     TMPDIR=str(scratch))
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and process.poll() is None and not any(
             name.startswith('part-') for temp in tmp_path.glob('.out.*')
             for name in os.listdir(temp)):
         time.sleep(0.02)
-    if process.poll() is not None:
-        pytest.skip('the run ended before the workers wrote a part')
+    _skip_if_it_ended(process, 'the run ended before the workers wrote a part')
     os.killpg(process.pid, signal.SIGINT)
     time.sleep(0.1)
     try:
@@ -317,22 +334,14 @@ def test_ctrl_c_while_the_local_cluster_starts_is_quiet(tmp_path):
     folder = tmp_path / 'in'
     folder.mkdir()
     (folder / 'p0.csv').write_text('x,y\n1,2\n')
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    process = subprocess.Popen(
-        [sys.executable, '-m', 'autodiff_cli', 'grad', 'x*y', '--points', str(folder),
-         '--engine', 'dask', '-o', str(tmp_path / 'out')], stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True, start_new_session=True,
-        env={**os.environ, 'PYTHONPATH': root},
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    process = _in_a_group_of_its_own(['grad', 'x*y', '--points', str(folder), '--engine', 'dask',
+                                      '-o', str(tmp_path / 'out')])
     deadline = time.monotonic() + 60
     workers = []
     while time.monotonic() < deadline and process.poll() is None and not workers:
         workers = _spawned_workers(process.pid)
         time.sleep(0.005)
-    if process.poll() is not None:
-        _, stderr = process.communicate()
-        assert process.returncode == 0, stderr   # a failure is not a reason to skip
-        pytest.skip('the run ended before a worker was spawned')
+    _skip_if_it_ended(process, 'the run ended before a worker was spawned')
     os.killpg(process.pid, signal.SIGINT)
     stdout, stderr = process.communicate(timeout=60)
     assert process.returncode == 130, stderr

@@ -162,3 +162,10 @@ def wrt_names(graph, wrt):
     if twice:
         raise UsageError(f"--wrt lists '{twice[0]}' twice")
     return names
+
+
+def first_line(error):
+    """An exception's message as one line of ours: its first line, without
+    the colon a library ends it with before the detail it prints below."""
+    text = str(error).strip()
+    return text.splitlines()[0].rstrip(':') if text else type(error).__name__

@@ -18,7 +18,7 @@ import os
 import signal
 
 from ..errors import AdgradError, UsageError
-from .common import Exit
+from .common import Exit, first_line
 
 _PARQUET = ('.parquet', '.pq')
 _TEXT = ('.csv', '.tsv')
@@ -65,7 +65,7 @@ def run_dask(args, graph, bindings, names, warn):
             except (TimeoutError, asyncio.TimeoutError):   # (one class from 3.11 on)
                 continue
             except Exception as error:   # nothing of adgrad's runs here: the cluster's
-                raise UsageError(f'the Dask cluster failed: {_first_line(error)}') from None
+                raise UsageError(f'the Dask cluster failed: {first_line(error)}') from None
         boundary.check()   # DIR is not written
         # Every file tried, the first that failed, in order, is the one
         # reported: the same message whichever worker finished first.
@@ -100,11 +100,6 @@ def _failure(name, future):
         return UsageError(f'{name}: the Dask workers that ran it died (out of memory?), '
                           'as many times as the cluster retries a task')
     return error
-
-
-def _first_line(error):
-    text = str(error).strip()
-    return text.splitlines()[0].rstrip(':') if text else type(error).__name__
 
 
 def input_files(pattern, warn):
@@ -177,13 +172,13 @@ class _client:
                                                        silence_logs=logging.CRITICAL)
                 except (OSError, RuntimeError, TimeoutError) as error:
                     raise UsageError('cannot start a local Dask cluster: '
-                                     f'{_first_line(error)}') from None
+                                     f'{first_line(error)}') from None
                 address = self.cluster
             try:
                 self.client = self.make_client(address, timeout='20s')
             except (OSError, TimeoutError, ValueError) as error:
                 raise UsageError(f'cannot reach the Dask scheduler at {address}: '
-                                 f'{_first_line(error)}') from None
+                                 f'{first_line(error)}') from None
         except BaseException:   # Ctrl-C too: nothing is left behind
             self.close()
             raise

@@ -24,6 +24,7 @@ import re
 import sys
 
 from ..errors import AdgradError
+from .common import first_line
 
 CHUNK_ROWS = 65536
 # 1 MiB of input at a time: a chunk's buffers then stay in the processor's
@@ -627,7 +628,7 @@ class ParquetSource(Source):
         try:
             self.file = pq.ParquetFile(path)
         except Exception as error:  # pyarrow's errors: not a Parquet file, truncated...
-            raise AdgradError(f'cannot read {name}: {_first_line(error)}') from None
+            raise AdgradError(f'cannot read {name}: {first_line(error)}') from None
         super().__init__(name, 'parquet', check_header(name, self.file.schema_arrow.names))
 
     def chunks(self):
@@ -637,7 +638,7 @@ class ParquetSource(Source):
                 yield Chunk(self, range(row, row + batch.num_rows), table=batch)
                 row += batch.num_rows
         except OSError as error:
-            raise AdgradError(f'cannot read {self.name}: {_first_line(error)}') from None
+            raise AdgradError(f'cannot read {self.name}: {first_line(error)}') from None
 
 
 def _table_columns(source, chunk, wanted, fills):
@@ -664,10 +665,6 @@ def _table_columns(source, chunk, wanted, fills):
             data = data.fill_null(fills[variable])
         out[variable] = np.frombuffer(data.buffers()[1], np.float64, len(data), data.offset * 8)
     return out
-
-
-def _first_line(error):
-    return (str(error).strip().splitlines() or [type(error).__name__])[0]
 
 
 # ---- opening ----
