@@ -52,21 +52,56 @@ def semicolons(count):
     return f'{_inputs(["x"])}\nx = x + 1' + ';' * count + '\nx\n'
 
 
+# Four statement shapes in turn, each with its token count. Every value stays
+# within [-2.5, 2.5] and away from 0 at any length, so no warning, underflow
+# or subnormal number changes what is timed.
+_STATEMENTS = (('v{i} = tanh(v{a} + v{c})', 8), ('v{i} = v{b} * 0.5 - v{a} / 4', 9),
+               ('v{i} = cos(v{a}) + v{d} * 0.25', 10), ('v{i} = sin(v{a}) * v{b} + 0.5', 10))
+
+
+def short_statements(count):
+    """v4 = tanh(v3 + v1), v5 = v3 * 0.5 - v4 / 4, ...: `count` short binding
+    statements of four shapes, each using the few before it; the last is the
+    output. One operation node per operator or function call."""
+    lines = [_inputs(['v0', 'v1', 'v2', 'v3'])]
+    for i in range(4, 4 + count):
+        shape, _ = _STATEMENTS[i % 4]
+        lines.append(shape.format(i=i, a=i - 1, b=i - 2, c=i - 3, d=i - 4))
+    return '\n'.join(lines) + '\n'
+
+
+SUM_DEPTH = 32   # calls in each chain of block_sums
+
+
+def block_sums(terms):
+    """f(f(...f(x3)...)) + f(f(...f(x4)...)) + ...: a sum of `terms` chains,
+    each SUM_DEPTH calls deep, of a block that calls another block."""
+    chains = (f'{"f(" * SUM_DEPTH}{VARIABLES[i % 10]}{")" * SUM_DEPTH}' for i in range(terms))
+    return (f'{_inputs(VARIABLES)}\nh(y) = 0.9*y + 0.1\nf(y) = tanh(h(y))\n'
+            f'{" + ".join(chains)}\n')
+
+
 WORKLOADS = {'sum_of_products': sum_of_products, 'nesting': nesting, 'block_chain': block_chain,
-             'bindings': bindings, 'semicolons': semicolons}
+             'bindings': bindings, 'semicolons': semicolons, 'short_statements': short_statements,
+             'block_sums': block_sums}
 
 
 def operations(name, size):
     """How many operation nodes the workload's graph has."""
+    if name == 'short_statements':   # 2, 3, 3 and 3 operations: the shapes in turn, from v4
+        return sum((2, 3, 3, 3)[i % 4] for i in range(4, 4 + size))
     return {'sum_of_products': 2 * size - 1, 'nesting': size, 'block_chain': 3 * size,
-            'bindings': size, 'semicolons': 1}[name]
+            'bindings': size, 'semicolons': 1, 'block_sums': size * (3 * SUM_DEPTH + 1) - 1}[name]
 
 
 def tokens(name, size):
-    """How many tokens its expression has (the `input` line aside; new lines
-    are not counted)."""
+    """How many tokens its expression has (the `input` line and block
+    definitions aside; new lines are not counted)."""
+    if name == 'short_statements':
+        return sum(_STATEMENTS[i % 4][1] for i in range(4, 4 + size))
     return {'sum_of_products': 4 * size - 1, 'nesting': 3 * size + 1,
-            'block_chain': 3 * size + 1, 'bindings': 5 * size - 2, 'semicolons': size + 6}[name]
+            'block_chain': 3 * size + 1, 'bindings': 5 * size - 2, 'semicolons': size + 6,
+            'block_sums': size * (3 * SUM_DEPTH + 2) - 1}[name]
 
 
 # ---- the same graphs, built by PyTorch's scalar autograd ----
