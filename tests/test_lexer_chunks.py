@@ -63,3 +63,24 @@ def test_a_piece_has_the_same_kind_when_met_first_and_again():
     kinds = [t[0] for t in tokens(text)]
     assert kinds == ['NAME', 'PLUS', 'NAME', '_NEWLINE'] * 2 + ['$END']
     assert [t[3] for t in tokens(text)][:3] == [name, '+', 'a1']
+
+
+def _plain_texts():
+    """Texts with no comment and no `\\`, with new lines in and out of parentheses."""
+    rng = random.Random(11)
+    pieces = ['x', '2', ' ', '\n', '\n', ';', '(', ')', ',', '+', 'f(', '\r\n', '=', '))', '((']
+    return [''.join(rng.choice(pieces) for _ in range(rng.randint(1, 300))) for _ in range(400)]
+
+
+@pytest.mark.parametrize('chunk', [1, 5, 64, 1 << 16])
+def test_parentheses_counted_on_the_text_keep_the_same_new_lines(monkeypatch, chunk):
+    """Where a chunk holds no '#' and no '\\', the lexer counts parentheses
+    on its characters (_depth_after) instead of on its pieces' kinds: the
+    new lines it keeps must be the same."""
+    every = _plain_texts()
+    monkeypatch.setattr(parse, '_CHUNK', chunk)
+    monkeypatch.setattr(parse, '_MARGIN', max(4, min(parse._MARGIN, chunk)))
+    counted = [tokens(text) for text in every]
+    monkeypatch.setattr(parse, '_depth_after', lambda text, pos, end, depth: None)
+    assert [tokens(text) for text in every] == counted
+    assert sum(kind == '_NEWLINE' for t in counted for kind, *_ in t) > 1000

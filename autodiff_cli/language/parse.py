@@ -18,7 +18,7 @@ import os
 import re
 import zlib
 from itertools import accumulate, chain, compress, repeat
-from operator import and_, eq, gt
+from operator import and_, eq, gt, sub
 
 from ..errors import AdgradError, TableError
 
@@ -167,7 +167,10 @@ class _Parser:
                 del texts[count:], ends[count + 1:]
             kinds = list(map(kind_of, texts))
             kept = map(keep.get, kinds, repeat(True))
-            if '_NEWLINE' not in kinds:
+            after = _depth_after(text, pos, ends[-1], depth)
+            if after is not None:
+                depth = after
+            elif '_NEWLINE' not in kinds:
                 depth += kinds.count('LPAR') - kinds.count('RPAR')
             elif depth or 'LPAR' in kinds:
                 # The depth before each piece; a new line kept only at 0. (An
@@ -306,6 +309,24 @@ class _Parser:
 
 _PAST_END = 1 << 62   # a slice from here on is empty at the end of any list: cutting it appends
 _STUCK = 1 << 62      # no action: past the last state, so the shift to it fails (IndexError)
+
+
+def _depth_after(text, pos, end, depth):
+    """The depth of parentheses at `end`, from `depth` at `pos`, where no new
+    line between them is inside parentheses (which leaves every new line
+    piece a statement's end); None where one may be, or where a comment or
+    a `\\` could hold a parenthesis or a new line that is not a piece of
+    its own. Counted on the text, in C: comparing every piece's kind with
+    'LPAR' costs more than reading the chunk's characters."""
+    if text.find('#', pos, end) >= 0 or text.find('\\', pos, end) >= 0:
+        return None
+    if text.find('\n', pos, end) < 0:
+        return depth + text.count('(', pos, end) - text.count(')', pos, end)
+    lines = text[pos:end].split('\n')
+    depths = list(accumulate(map(sub, map(str.count, lines, repeat('(')),
+                                 map(str.count, lines, repeat(')'))), initial=depth))
+    # depths[k + 1]: at the end of line k, where its new line is
+    return None if max(depths[1:-1]) > 0 else depths[-1]
 
 
 def _leave(stack, size):
