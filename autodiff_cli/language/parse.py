@@ -275,7 +275,10 @@ class _Parser:
                 except KeyError:
                     top, actions, action = self.climb(rule, under, kind)
                 reduce(value_stack, size)
-                state_stack[cut] = (top,)
+                if size == 1:   # (a name or a number: a store, not a slice and a tuple)
+                    state_stack[-1] = top
+                else:
+                    state_stack[cut] = (top,)
             try:
                 state_stack.append(action)
                 value_stack.append(token)
