@@ -113,8 +113,8 @@ def test_ctrl_c_during_the_exit_handlers_is_130_and_quiet(threads):
     done = _python('import atexit, os, signal, sys, threading, time\n'
                    'from autodiff_cli.cli import main as cli\n'
                    'command = cli.main\n'
-                   'def command_then_ctrl_c_at_exit():\n'
-                   '    code = command()\n'
+                   'def command_then_ctrl_c_at_exit(**options):\n'
+                   '    code = command(**options)\n'
                    '    # after console()\'s own handler, so run before it\n'
                    '    atexit.register(lambda: (os.kill(os.getpid(), signal.SIGINT), '
                    'time.sleep(0.2)))\n'
@@ -125,6 +125,22 @@ def test_ctrl_c_during_the_exit_handlers_is_130_and_quiet(threads):
                    + 'sys.argv[0] = "adgrad"\n'
                    'sys.exit(cli.console())\n', 'eval', '2*3')
     assert (done.returncode, done.stdout, done.stderr) == (130, '6.0\n', '')
+
+
+def test_the_process_leaves_the_graph_and_its_values_to_the_exit_to_free(capsys):
+    """console() passes main() a list to keep the Environment in; what the
+    command kept there (the graph, the values and gradients of its passes)
+    is then freed by the quick exit, not object by object as it returns."""
+    from autodiff_cli.cli.main import main
+    from autodiff_cli.core.graph import Graph
+    kept = []
+    assert main(['grad', 'x*y + x', 'x=2', 'y=3'], keep=kept) == 0
+    assert capsys.readouterr().out.split() == ['value', '8.0', 'd_x', '4.0', 'd_y', '2.0']
+    [env] = kept
+    graph, values, grads = env.kept
+    assert isinstance(graph, Graph) and [n.op for n in graph.nodes] == ['input', 'input', 'mul',
+                                                                      'add']
+    assert values == [2.0, 3.0, 6.0, 8.0] and grads == [4.0, 2.0, 1.0, 1.0]
 
 
 def test_the_quick_exit_after_a_reader_left_or_a_full_disk():

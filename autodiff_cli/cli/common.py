@@ -71,6 +71,7 @@ def load(args, env):
     from ..language.lower import lower
     source, words = read_program(args, env.stdin)
     graph = lower(source)
+    env.keep(graph)
     for note in graph.notes:
         env.say(f'adgrad: note: {note}')
     return graph, parse_bindings(words, graph)

@@ -108,6 +108,7 @@ def compute(graph, inputs, names, args, env):
     values = forward(graph, inputs)
     report_nonfinite(graph, values, args.strict, env.warn)
     grads = backward(graph, values) if args.command is Command.GRAD else None
+    env.keep(values, grads)
     gradients = None
     if grads is not None:
         gradients = {name: grads[graph.inputs[name]] for name in names}

@@ -47,8 +47,12 @@ def exit_code(error):
     return next(EXIT_CODES[k] for k in type(error).__mro__ if k in EXIT_CODES)
 
 
-def main(argv=None):
+def main(argv=None, keep=None):
+    """Run one command; its exit code. With `keep`, a list, the Environment
+    and what the command kept in it stay there for the caller to free."""
     env = Environment.from_system()
+    if keep is not None:
+        keep.append(env)
     # Syntax trees and tapes hold no reference cycles, so reference counting
     # frees them; while they grow, the cycle collector only re-scans them (half
     # the time of parsing and lowering 10^6 tokens). It stays paused for the
@@ -89,7 +93,8 @@ def console():
     # handlers, and after the wait for threads that the interpreter's own exit
     # makes first (a Dask client leaves some).
     atexit.register(_exit_if_interrupted, interrupted)
-    code = main()
+    kept = []   # the command's graph and results: the exit frees them (Environment.keep)
+    code = main(keep=kept)
     _noting_interrupts(interrupted)
     run_exit_handlers = getattr(atexit, '_run_exitfuncs', None)   # (CPython's)
     if isinstance(code, int) and run_exit_handlers is not None and _nothing_left_to_run():
