@@ -136,11 +136,27 @@ def test_the_process_leaves_the_graph_and_its_values_to_the_exit_to_free(capsys)
     kept = []
     assert main(['grad', 'x*y + x', 'x=2', 'y=3'], keep=kept) == 0
     assert capsys.readouterr().out.split() == ['value', '8.0', 'd_x', '4.0', 'd_y', '2.0']
-    [env] = kept
-    graph, values, grads = env.kept
+    graph, values, grads = kept
     assert isinstance(graph, Graph) and [n.op for n in graph.nodes] == ['input', 'input', 'mul',
                                                                       'add']
     assert values == [2.0, 3.0, 6.0, 8.0] and grads == [4.0, 2.0, 1.0, 1.0]
+
+
+def test_main_without_a_list_to_keep_in_frees_the_graph_as_it_returns(capsys):
+    """As tests and library users call it: nothing waits for the collector."""
+    import gc
+    from autodiff_cli.cli.main import main
+    from autodiff_cli.core.graph import Graph
+    source = 'x*y + x  # freed as main() returns'
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        assert main(['grad', source, 'x=2', 'y=3']) == 0
+        alive = [o for o in gc.get_objects() if isinstance(o, Graph) and o.source == source]
+    finally:
+        if enabled:
+            gc.enable()
+    assert alive == []
 
 
 def test_the_quick_exit_after_a_reader_left_or_a_full_disk():

@@ -159,15 +159,18 @@ class Environment:
         self.colour = colour        # stdout is a terminal that wants colour
         self.partial = partial      # 'd' where stdout cannot show ∂: df/dx
         self.warn = Warnings(self)
-        self.kept = []
+        self.kept = None   # a list given by main(keep=...), else nothing is kept
 
     def keep(self, *objects):
-        """Hold a command's large results (its graph, its passes' values) as
-        long as this Environment lives: run as the `adgrad` process, until the
-        exit, which frees them all at once (see main.console). Freed as the
+        """Hand a command's large results (its graph, its passes' values) to
+        the caller that asked for them (main(keep=...)): the `adgrad` process,
+        whose exit frees them all at once (see main.console). Freed as the
         command returns, they would go one object at a time: 4% of a whole
-        run of 10^6 nodes, counted in instructions, for nothing."""
-        self.kept.extend(objects)
+        run of 10^6 nodes, counted in instructions, for nothing. Otherwise
+        they are freed as before: held here, they would wait for the cycle
+        collector (the Environment and its warning sink refer to each other)."""
+        if self.kept is not None:
+            self.kept.extend(objects)
 
     @classmethod
     def from_system(cls, environ=os.environ):

@@ -108,7 +108,8 @@ def compute(graph, inputs, names, args, env):
     values = forward(graph, inputs)
     report_nonfinite(graph, values, args.strict, env.warn)
     grads = backward(graph, values) if args.command is Command.GRAD else None
-    env.keep(values, grads)
+    if not getattr(args, 'explain', False):   # which runs its own passes next: free these first
+        env.keep(values, grads)
     gradients = None
     if grads is not None:
         gradients = {name: grads[graph.inputs[name]] for name in names}

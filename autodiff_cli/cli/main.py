@@ -48,11 +48,10 @@ def exit_code(error):
 
 
 def main(argv=None, keep=None):
-    """Run one command; its exit code. With `keep`, a list, the Environment
-    and what the command kept in it stay there for the caller to free."""
+    """Run one command; its exit code. With `keep`, a list, the command's
+    large results are left in it for the caller to free (Environment.keep)."""
     env = Environment.from_system()
-    if keep is not None:
-        keep.append(env)
+    env.kept = keep
     # Syntax trees and tapes hold no reference cycles, so reference counting
     # frees them; while they grow, the cycle collector only re-scans them (half
     # the time of parsing and lowering 10^6 tokens). It stays paused for the
