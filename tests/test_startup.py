@@ -152,7 +152,7 @@ def test_main_without_a_list_to_keep_in_frees_the_graph_as_it_returns(capsys):
     gc.disable()
     try:
         assert main(['grad', source, 'x=2', 'y=3']) == 0
-        alive = [o for o in gc.get_objects() if isinstance(o, Graph) and o.source == source]
+        alive = [o for o in gc.get_objects() if type(o) is Graph and o.source == source]
     finally:
         if enabled:
             gc.enable()
