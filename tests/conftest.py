@@ -15,6 +15,17 @@ def run_cli(capsys):
     return run
 
 
+def pytest_configure(config):
+    """Started with SIGINT ignored (a job started with `&` by a shell without
+    job control, as a CI runner may start it), Python leaves it ignored, and
+    so do the processes the tests start: the Ctrl-C tests would find Ctrl-C
+    lost. The suite takes it back; a handler, unlike SIG_IGN, does not pass
+    on to the programs it runs."""
+    import signal
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def pytest_sessionfinish(session, exitstatus):
     """No tests collected is a failure (exit 1), not pytest's exit 5: a suite that
     silently stopped being found must not look different from a green one only
