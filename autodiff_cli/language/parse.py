@@ -275,7 +275,7 @@ class _Parser:
                 except KeyError:
                     top, actions, action = self.climb(rule, under, kind)
                 reduce(value_stack, size)
-                if size == 1:   # (a name or a number: a store, not a slice and a tuple)
+                if size == 1:   # (a name, a number, a first argument: a store, not a slice)
                     state_stack[-1] = top
                 else:
                     state_stack[cut] = (top,)
