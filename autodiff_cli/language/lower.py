@@ -547,8 +547,9 @@ class Lowering:
             path = f'{name}#{count}'
             calls = [*self.nested_calls(block, path, False), path] if block.instances else (path,)
             target = self.nodes
-            stack[-1] = (start, end, block.fast(target, [*map(_VALUE_ID, arguments)],
-                                                len(target), calls)[0])
+            # (one argument, the usual call: no map and list to make for it)
+            ids = (arguments[0][2],) if len(arguments) == 1 else [*map(_VALUE_ID, arguments)]
+            stack[-1] = (start, end, block.fast(target, ids, len(target), calls)[0])
             return
         row = FUNCTIONS.get(name)
         if row is not None and len(arguments) == row.arity and block is None:
