@@ -52,13 +52,13 @@ def semicolons(count):
     return f'{_inputs(["x"])}\nx = x + 1' + ';' * count + '\nx\n'
 
 
-# Four statement shapes in turn, each with its token count. Each reads the
+# Four statement shapes in turn, each with its tokens and operations. Each reads the
 # statement before it and one input, so every value stays within
 # [-2, 2] and the gradient at the inputs stays an ordinary number at any
 # length (at nodes far back from the output it decays to 0, as along any
 # long chain that contracts).
-_STATEMENTS = (('v{i} = tanh(v{a} + x0)', 8), ('v{i} = v{a} * 0.5 - x1 / 4', 9),
-               ('v{i} = cos(v{a}) + x2 * 0.25', 10), ('v{i} = sin(v{a}) * x3 + 0.5', 10))
+_STATEMENTS = (('v{i} = tanh(v{a} + x0)', 8, 2), ('v{i} = v{a} * 0.5 - x1 / 4', 9, 3),
+               ('v{i} = cos(v{a}) + x2 * 0.25', 10, 3), ('v{i} = sin(v{a}) * x3 + 0.5', 10, 3))
 
 
 def short_statements(count):
@@ -69,7 +69,7 @@ def short_statements(count):
     more work than a million in one expression.)"""
     lines = [_inputs(['v0', 'v1', 'x0', 'x1', 'x2', 'x3'])]
     for i in range(2, 2 + count):
-        shape, _ = _STATEMENTS[i % 4]
+        shape, _, _ = _STATEMENTS[i % 4]
         lines.append(shape.format(i=i, a=i - 1))
     return '\n'.join(lines) + '\n'
 
@@ -92,8 +92,8 @@ WORKLOADS = {'sum_of_products': sum_of_products, 'nesting': nesting, 'block_chai
 
 def operations(name, size):
     """How many operation nodes the workload's graph has."""
-    if name == 'short_statements':   # 2, 3, 3 and 3 operations: the shapes in turn, from v2
-        return sum((2, 3, 3, 3)[i % 4] for i in range(2, 2 + size))
+    if name == 'short_statements':
+        return sum(_STATEMENTS[i % 4][2] for i in range(2, 2 + size))
     return {'sum_of_products': 2 * size - 1, 'nesting': size, 'block_chain': 3 * size,
             'bindings': size, 'semicolons': 1, 'block_sums': size * (3 * SUM_DEPTH + 1) - 1}[name]
 
@@ -106,6 +106,13 @@ def tokens(name, size):
     return {'sum_of_products': 4 * size - 1, 'nesting': 3 * size + 1,
             'block_chain': 3 * size + 1, 'bindings': 5 * size - 2, 'semicolons': size + 6,
             'block_sums': size * (3 * SUM_DEPTH + 2) - 1}[name]
+
+
+def size_for(name, count):
+    """The size of a workload of about `count` tokens."""
+    per = {'short_statements': sum(tokens for _, tokens, _ in _STATEMENTS) / len(_STATEMENTS),
+           'block_sums': 3 * SUM_DEPTH + 2}[name]
+    return round(count / per)
 
 
 # ---- the same graphs, built by PyTorch's scalar autograd ----

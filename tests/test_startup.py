@@ -128,9 +128,9 @@ def test_ctrl_c_during_the_exit_handlers_is_130_and_quiet(threads):
 
 
 def test_the_process_leaves_the_graph_and_its_values_to_the_exit_to_free(capsys):
-    """console() passes main() a list to keep the Environment in; what the
-    command kept there (the graph, the values and gradients of its passes)
-    is then freed by the quick exit, not object by object as it returns."""
+    """console() passes main() a list; the command leaves its large results
+    there (the graph, the values and gradients of its passes), and the quick
+    exit frees them, not object by object as the command returns."""
     from autodiff_cli.cli.main import main
     from autodiff_cli.core.graph import Graph
     kept = []
