@@ -72,13 +72,13 @@ def shell(command):
     return ' '.join(shlex.quote(part) for part in command)
 
 
-def run_process(command, stdout_path=os.devnull, stdin_path=None):
+def run_process(command, stdout_path=os.devnull, stdin_path=None, cwd=None):
     """(wall seconds, peak resident memory in MB, exit code) of one child process."""
     with open(stdout_path, 'wb') as out, \
             open(stdin_path or os.devnull, 'rb') as stdin, \
             tempfile.TemporaryFile() as err:
         start = time.perf_counter()
-        child = subprocess.Popen(command, stdin=stdin, stdout=out, stderr=err)
+        child = subprocess.Popen(command, stdin=stdin, stdout=out, stderr=err, cwd=cwd)
         # wait4 gives this child's own rusage (RUSAGE_CHILDREN would be the
         # maximum over every child so far).
         _, status, usage = os.wait4(child.pid, 0)
@@ -168,18 +168,32 @@ class Bench:
         # The floor for any command line that parses its arguments with
         # argparse: import it, build one parser, parse (gettext imports locale).
         floor = [sys.executable, '-c', 'import argparse; argparse.ArgumentParser().parse_args([])']
-        a, b, c = [], [], []
-        for _ in range(runs):  # interleaved, so drift in machine load hits all three
+        # And the floor for adgrad itself: the library alone, no command line
+        # at all, the same expression lowered, evaluated and printed, then
+        # the exit without teardown that the command makes. (Run elsewhere than
+        # here, where `-c` would import the source tree, not the installation.)
+        library = [sys.executable, '-c',
+                   'import os; from autodiff_cli import forward, lower; g = lower("x*y*z"); '
+                   'print(forward(g, dict(x=2.0, y=3.0, z=4.0))[g.output], flush=True); '
+                   'os._exit(0)']
+        run_process(library, out, cwd=self.dir)
+        if out.read_text().strip() != '24.0':
+            raise RuntimeError(f'the library alone printed {out.read_text()!r}')
+        a, b, c, d = [], [], [], []
+        for _ in range(runs):  # interleaved, so drift in machine load hits them all
             a.append(run_process(python)[0])
             b.append(run_process(adgrad, out)[0])
             c.append(run_process(floor)[0])
+            d.append(run_process(library, cwd=self.dir)[0])
         ratio = median(b) / median(a)
         best = min(b) / min(a)
         how = (f'`{shell(adgrad)} | cat` against `{shell(python)}`, {runs} runs each, '
                f'interleaved; medians {median(b) * 1000:.1f} ms and {median(a) * 1000:.1f} ms, '
-               f'best {min(b) * 1000:.1f} ms and {min(a) * 1000:.1f} ms. For scale, a bare '
-               f'argparse parser, `{shell(floor)}`, interleaved with them, is '
-               f'{median(c) / median(a):.1f}× median ({median(c) * 1000:.1f} ms).')
+               f'best {min(b) * 1000:.1f} ms and {min(a) * 1000:.1f} ms. For scale, '
+               f'interleaved with them: a bare argparse parser, `{shell(floor)}`, is '
+               f'{median(c) / median(a):.1f}× median ({median(c) * 1000:.1f} ms); adgrad\'s '
+               f'library alone, with no command line, `{shell(library)}`, is '
+               f'{median(d) / median(a):.1f}× median ({median(d) * 1000:.1f} ms).')
         name = "start-up: `adgrad eval 'x*y*z' x=2 y=3 z=4 | cat` ÷ `python -c pass`"
         measured = (f'{ratio:.1f}× median, {best:.1f}× best '
                     f'({seconds(median(b))} ÷ {seconds(median(a))})')
