@@ -10,6 +10,7 @@ row. NumPy is imported only on this path.
 
 from types import SimpleNamespace
 
+from .branches import LiveRows
 from .passes import backward, forward
 from .primitives import PRIMITIVES
 
@@ -58,7 +59,8 @@ def _arrays():
     from . import arrays
     forwards = {row.name: getattr(arrays, row.array, None) or getattr(np, row.array)
                 for row in PRIMITIVES.values()}
-    return np, SimpleNamespace(coerce=lambda v: np.asarray(v, dtype=np.float64), **forwards)
+    return np, SimpleNamespace(coerce=lambda v: np.asarray(v, dtype=np.float64),
+                               branch_gate=LiveRows, **forwards)
 
 
 def run_batch(graph, columns, rows, wrt=()):

@@ -371,4 +371,6 @@ FUNCTIONS = {row.name: row for row in CALLABLE + LOGIC[-2:-1]}
 CONSTANTS = {'pi': 3.141592653589793, 'e': 2.718281828459045}
 
 # The numeric algebra: derivative rules evaluated to floats.
-NUMBERS = SimpleNamespace(coerce=float, **{name: row.forward for name, row in PRIMITIVES.items()})
+# A single point takes one branch of each `if`, so no gate is needed (branches.py).
+NUMBERS = SimpleNamespace(coerce=float, takes_branches=True, branch_gate=None,
+                          **{name: row.forward for name, row in PRIMITIVES.items()})

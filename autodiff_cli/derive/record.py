@@ -18,6 +18,7 @@ subexpressions stay shared (hash-consing).
 
 from functools import partial
 
+from ..core.branches import MaskedBranches
 from ..core.graph import Graph, Node
 from ..core.passes import backward
 from ..core.primitives import PRIMITIVES
@@ -38,6 +39,8 @@ def const_key(value):
 
 class Tape:
     """The recording algebra: one method per primitive, as NUMBERS has."""
+
+    branch_gate = MaskedBranches   # both branches are recorded: gate what leaves each
 
     def __init__(self, simplify=True, exact=False):
         self.exact = exact         # only identities exact in IEEE (simplify.py)

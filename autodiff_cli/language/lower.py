@@ -21,6 +21,7 @@ import re
 from itertools import repeat
 from operator import itemgetter
 
+from ..core.branches import shifted
 from ..core.graph import Branch, Graph, Node
 from ..core.primitives import CONSTANTS, FUNCTIONS, LOGIC
 from ..errors import AdgradError, did_you_mean
@@ -361,8 +362,7 @@ class Lowering:
                              used_at)
         nodes = [node._replace(args=tuple(a - first for a in node.args))
                  for node in self.nodes[first:]]
-        branches = [b._replace(**{k: v - first for k, v in b._asdict().items()})
-                    for b in self.branches if b.node >= first]
+        branches = [shifted(b, -first) for b in self.branches if b.node >= first]
         value = forward(Graph(nodes, node_id - first, {}, {}, self.source, tuple(branches)),
                         {})[node_id - first]
         del self.nodes[first:]
@@ -693,8 +693,7 @@ class Lowering:
         shift = base - slots
         for branch in template.branches:
             condition = local[~branch.condition] if branch.condition < 0 else branch.condition
-            branches.append(Branch(branch.node + shift, condition, branch.then_start + shift,
-                                   branch.else_start + shift, branch.end + shift))
+            branches.append(shifted(branch, shift, condition))
         return [local[~out] if out < 0 else out for out in template.outputs]
 
     def nested_calls(self, template, call, into_body):

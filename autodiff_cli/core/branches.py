@@ -1,0 +1,197 @@
+"""Everything the passes do differently because of `if`: one module for it.
+
+Lowering emits each branch of an `if` as a contiguous stretch of the tape
+(graph.Branch). Then:
+- at a single point, forward runs only the branch taken (`taken`), so the
+  other's inf or nan never exists, and `executed` says which nodes ran;
+- over arrays every row runs both branches, and `LiveRows` keeps each row's
+  gradient to the branch that row took;
+- when recording a derivative both branches are recorded, and
+  `MaskedBranches` gates what leaves a branch by its condition.
+An algebra names its gate as `branch_gate`; backward() calls it in its one loop.
+"""
+
+def shifted(branch, by, condition=None):
+    """The branch moved `by` places along the tape (its condition to `condition`, if given)."""
+    return branch._replace(node=branch.node + by,
+                           condition=branch.condition + by if condition is None else condition,
+                           then_start=branch.then_start + by, else_start=branch.else_start + by,
+                           end=branch.end + by)
+
+
+# ---- a single point: run only the branch taken ----
+
+def forward_taking_branches(graph, inputs, values, functions):
+    """forward() at a single point, skipping each branch its `if` does not take."""
+    nodes = graph.nodes
+    # Inputs and constants first: an input first named inside a branch is
+    # still the whole program's, and a constant condition may come after the
+    # branches it chooses between (see lower.conditional).
+    for i, node in enumerate(nodes):
+        if node.op == 'input':
+            values[i] = float(inputs[node.name])
+        elif node.op == 'const':
+            values[i] = node.value
+    for i in taken(graph, values):
+        node = nodes[i]
+        if node.args:
+            values[i] = functions[node.op](*[values[j] for j in node.args])
+
+
+def taken(graph, values):
+    """The tape positions a single point runs, in order. Lazy: a condition is
+    read only once the nodes before it have their values."""
+    skip = _skipper(graph)
+    i, count = 0, len(graph.nodes)
+    while i < count:
+        if i in skip:
+            target = max(jump(values) for jump in skip[i])
+            if target > i:
+                i = target
+                continue
+        yield i
+        i += 1
+
+
+def _skipper(graph):
+    """{tape position: [values -> where to continue]}: at the start of each
+    branch, jump past it if its `if` does not take it."""
+    starts = {}
+    for branch in graph.branches:
+        then_jump = lambda values, b=branch: b.else_start if not values[b.condition] else 0
+        else_jump = lambda values, b=branch: b.end if values[b.condition] else 0
+        # Many branches may start at one place (nested `if`s): a flat list,
+        # and the walk goes as far as any says, with no depth of calls.
+        starts.setdefault(branch.then_start, []).append(then_jump)
+        starts.setdefault(branch.else_start, []).append(else_jump)
+    return starts
+
+
+def executed(graph, values):
+    """Which nodes ran at this point: all but those in a branch not taken."""
+    if not graph.branches:
+        return [True] * len(graph.nodes)
+    ran = [node.op == 'input' for node in graph.nodes]
+    for i in taken(graph, values):
+        ran[i] = True
+    return ran
+
+
+# ---- gates: how cotangents meet when both branches ran ----
+
+class LiveRows:
+    """Over arrays: each row's gradient stays within the branches that row took.
+
+    live[i] says in which rows a gradient has reached node i (True: all,
+    False: none, else a boolean array). grads[i] is exact in those rows and
+    anything elsewhere (0 * nan is nan in an untaken branch), so rows are
+    left out where gradients from different rows meet, never multiplied away.
+    A row left out adds -0.0, which changes nothing, so each row sums what
+    its single point sums, in the same order; nodes reached in the same rows
+    from everywhere pay no mask.
+    """
+
+    def __init__(self, graph, values, grads, algebra):
+        self.nodes, self.values, self.grads = graph.nodes, values, grads
+        self.where, self.add = algebra.where, algebra.add
+        self.live = [g is not None for g in grads]   # the seeded output: every row
+
+    def __call__(self, i, args, cotangents):
+        grads, live, where = self.grads, self.live, self.where
+        rows = live[i]
+        if self.nodes[i].op == 'if':   # each branch: the live rows that take it (nan takes then)
+            condition = self.values[args[0]]
+            reach = (False, _settle(rows & (condition != 0)), _settle(rows & (condition == 0)))
+        else:
+            reach = (rows,) * len(args)
+        for a, da, rows_a in zip(args, cotangents, reach):
+            if da is None or rows_a is False:
+                continue
+            before, live_before = grads[a], live[a]
+            if before is None:
+                grads[a], live[a] = da, rows_a
+            elif live_before is rows_a:
+                grads[a] = self.add(before, da)
+            else:
+                if live_before is not True:
+                    before = where(live_before, before, -0.0)
+                if rows_a is not True:
+                    da = where(rows_a, da, -0.0)
+                grads[a], live[a] = self.add(before, da), _union(live_before, rows_a)
+
+    def result(self):
+        where = self.where
+        return [0.0 if g is None else g if rows is True else where(rows, g, 0.0)
+                for g, rows in zip(self.grads, self.live)]
+
+
+def _settle(rows):
+    """A row mask as True (every row), False (none) or the boolean array."""
+    if getattr(rows, 'ndim', 0) == 0:
+        return bool(rows)
+    return True if rows.all() else rows if rows.any() else False
+
+
+def _union(rows, more):
+    if rows is True or more is True:
+        return True
+    both = rows | more
+    return True if both.all() else both
+
+
+class MaskedBranches:
+    """When recording: what leaves a branch for a node outside it is gated by
+    that branch's condition, so a branch's inf or nan (0 * inf in the branch
+    not taken) never reaches a gradient outside it."""
+
+    def __init__(self, graph, values, grads, algebra):
+        self.nodes, self.grads, self.algebra = graph.nodes, grads, algebra
+        self.ranges = []     # (start, end, mask) of each branch, in tape order of the `if`s
+        for branch in graph.branches:
+            condition = algebra.ne(values[branch.condition], 0.0)
+            self.ranges.append((branch.then_start, branch.else_start, condition))
+            self.ranges.append((branch.else_start, branch.end, algebra.eq(condition, 0.0)))
+        self.innermost, self.outer = _nesting(self.ranges, len(graph.nodes))
+
+    def __call__(self, i, args, cotangents):
+        grads, nodes, algebra = self.grads, self.nodes, self.algebra
+        for a, da in zip(args, cotangents):
+            if da is None:
+                continue
+            # The ranges around node i, innermost first, up to the first that
+            # also holds `a` (every range outside that one holds it too).
+            r, is_input = self.innermost[i], nodes[a].op == 'input'
+            while r is not None:
+                start, end, mask = self.ranges[r]
+                if start <= a < end and not is_input:
+                    break
+                da = algebra.where(mask, da, 0.0)
+                r = self.outer[r]
+            grads[a] = da if grads[a] is None else algebra.add(grads[a], da)
+
+    def result(self):
+        return [0.0 if g is None else g for g in self.grads]
+
+
+def _nesting(ranges, count):
+    """(innermost range around each node or None, the range just outside each range).
+
+    Branch ranges nest, so the ranges around a node form one chain: walking
+    it costs what it masks, not the depth of the nesting at every node."""
+    innermost, outer = [None] * count, [None] * len(ranges)
+    order = sorted((r for r, (start, end, _) in enumerate(ranges) if start < end),
+                   key=lambda r: (ranges[r][0], -ranges[r][1], -r))
+    open_ranges, k = [], 0
+    for i in range(count):
+        while open_ranges and ranges[open_ranges[-1]][1] <= i:
+            open_ranges.pop()
+        while k < len(order) and ranges[order[k]][0] == i:
+            r = order[k]
+            if open_ranges:
+                assert ranges[r][1] <= ranges[open_ranges[-1]][1], 'branch ranges must nest'
+                outer[r] = open_ranges[-1]
+            open_ranges.append(r)
+            k += 1
+        if open_ranges:
+            innermost[i] = open_ranges[-1]
+    return innermost, outer
