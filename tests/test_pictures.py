@@ -72,9 +72,9 @@ def test_fits_a_16_9_slide_with_12_point_text(argv, tmp_path, monkeypatch):
 
 
 def slide_commands():
-    """{sample: its render options}, from the README's table of the view that
+    """{sample: its render options}, from docs/pictures.md's table of the view that
     fits a slide: `adgrad render -f samples/NAME.ad [options] -o NAME.png`."""
-    readme = (ROOT / 'README.md').read_text(encoding='utf-8')
+    readme = (ROOT / 'docs' / 'pictures.md').read_text(encoding='utf-8')
     return {m[1]: m[2].split() for m in re.finditer(
         r'`adgrad render -f samples/(\w+)\.ad([^`]*?) -o \1\.png`', readme)}
 
@@ -98,9 +98,9 @@ def test_every_sample_is_as_wide_as_a_slide_in_the_view_the_readme_names(
 
 
 def figure_commands():
-    """{figure number: its render options}, from the README's table of the
+    """{figure number: its render options}, from docs/pictures.md's table of the
     tutorial's figures: `adgrad render [options] -o figureN.png`."""
-    readme = (ROOT / 'README.md').read_text(encoding='utf-8')
+    readme = (ROOT / 'docs' / 'pictures.md').read_text(encoding='utf-8')
     return {int(m[1]): m[2].split() for m in re.finditer(
         r'^\| (\d+) \|[^|]*\| `adgrad render (.*?) -o figure\1\.png` \|$', readme, re.M)}
 

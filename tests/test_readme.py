@@ -1,5 +1,13 @@
-"""The README's console examples, run as written: the tour must stay true."""
+"""The console examples of the README and of docs/, run as written: what they say must stay true.
 
+A ```console block is `$ command` lines, each followed by its exact stdout and stderr.
+Its commands run in order in one fresh directory that holds `samples/` and the files
+its page shows as fenced blocks titled with a file name (```c title="main.c"). A block
+that runs `cc`, draws a picture with Graphviz's `dot`, or runs `--engine dask`, skips
+where that is missing. The ```pycon blocks of a page run as one doctest, in order.
+"""
+
+import doctest
 import os
 import re
 import shutil
@@ -10,25 +18,95 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).parent.parent
-BLOCKS = re.findall(r'```console\n(.*?)```', (ROOT / 'README.md').read_text(), re.S)
+PAGES = [ROOT / 'README.md', *sorted((ROOT / 'docs').glob('*.md'))]
+FILE_BLOCK = re.compile(r'^```\w*[ \t]+title="([\w.-]+)"[^\n]*\n(.*?)^```', re.M | re.S)
+# A picture needs dot unless it is written as DOT source or as the text table.
+NO_DOT = re.compile(r'--format[ =](text|dot)\b|-o \S+\.(txt|dot|gv)\b')
+
+
+def tools(command):
+    """What `command` needs besides adgrad: the programs 'cc', 'dot', the extra 'dask'."""
+    needed = set()
+    for segment in re.split(r'&&|\|\|?|;', command):
+        words = segment.split()
+        if words[:1] in (['cc'], ['dot']):
+            needed.add(words[0])
+        if words[:2] == ['adgrad', 'render'] and not NO_DOT.search(segment):
+            needed.add('dot')
+        if '--engine dask' in segment:
+            needed.add('dask')
+    return needed
+
+
+def missing(tool):
+    if tool == 'dask':      # the extra, in the Python that runs adgrad
+        return subprocess.run([sys.executable, '-c', 'import dask.distributed'],
+                              capture_output=True).returncode != 0
+    return shutil.which(tool) is None
 
 
 def examples():
-    for block in BLOCKS:
-        steps = []
-        for chunk in re.split(r'^\$ ', block, flags=re.M)[1:]:
-            command, _, output = chunk.partition('\n')
-            steps.append((command, output))
-        yield pytest.param(steps, id=steps[0][0][:60])
+    for page in PAGES:
+        text = page.read_text(encoding='utf-8')
+        files = dict(FILE_BLOCK.findall(text))
+        for block in re.findall(r'```console\n(.*?)```', text, re.S):
+            steps = []
+            for chunk in re.split(r'^\$ ', block, flags=re.M)[1:]:
+                command, _, output = chunk.partition('\n')
+                steps.append((command, output))
+            yield pytest.param(steps, files, id=f'{page.name}: {steps[0][0][:60]}')
 
 
-@pytest.mark.parametrize('steps', list(examples()))
-def test_console_example(steps, tmp_path):
+EXAMPLES = list(examples())
+
+
+def sessions():
+    for page in PAGES:
+        blocks = re.findall(r'```pycon\n(.*?)```', page.read_text(encoding='utf-8'), re.S)
+        if blocks:
+            yield pytest.param(page, '\n'.join(blocks), id=page.name)
+
+
+@pytest.mark.parametrize('page, text', list(sessions()))
+def test_python_session(page, text, monkeypatch):
+    """A page's Python examples, as doctest runs them: the library says what it shows."""
+    if '_repr_svg_' in text and missing('dot'):
+        pytest.skip('dot is not installed')
+    monkeypatch.chdir(ROOT)
+    test = doctest.DocTestParser().get_doctest(text, {}, page.name, str(page), 0)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    reports = []            # not printed: doctest holds sys.stdout while it runs
+    runner.run(test, out=reports.append)
+    assert runner.failures == 0 and runner.tries > 0, ''.join(reports)
+
+
+def test_every_page_has_examples():
+    """A page renamed or a fence misspelt would otherwise drop its examples unseen."""
+    assert {param.id.partition(':')[0] for param in EXAMPLES} >= {
+        'README.md', 'commands.md', 'language.md', 'batches.md', 'pictures.md'}
+
+
+def test_tools_are_found_in_each_kind_of_command():
+    assert tools('cc -std=c99 main.c f.c -lm -o f && ./f 1.5') == {'cc'}
+    assert tools('adgrad render -f samples/product.ad -o product.svg') == {'dot'}
+    assert tools('adgrad render -f samples/blocks.ad --format text') == set()
+    assert tools('adgrad grad x x=1 | dot -Tsvg') == {'dot'}
+    assert tools('adgrad grad -f samples/blocks.ad --format dot') == set()
+    assert tools('adgrad grad x --points data --engine dask -o out') == {'dask'}
+
+
+@pytest.mark.parametrize('steps, files', EXAMPLES)
+def test_console_example(steps, files, tmp_path):
     """Each block's commands run in order in one fresh directory."""
     bin_dir = os.path.dirname(sys.executable)
     if not shutil.which('adgrad', path=bin_dir):
         pytest.skip('adgrad is not installed beside this Python')
+    for tool in sorted(set().union(*(tools(command) for command, _ in steps))):
+        if missing(tool):
+            pytest.skip(f'{tool} is not installed')
     (tmp_path / 'samples').symlink_to(ROOT / 'samples')
+    for name, body in files.items():
+        (tmp_path / name).write_text(body, encoding='utf-8')
     env = dict(os.environ, PATH=bin_dir + os.pathsep + os.environ['PATH'])
     for command, expected in steps:
         done = subprocess.run(['bash', '-c', command], cwd=tmp_path, env=env,

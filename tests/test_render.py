@@ -525,10 +525,10 @@ def test_steps_need_the_backward_pass(tmp_path, run_cli):
     assert code == 2 and '--steps and --step draw the backward pass' in err
 
 
-# ---- the README's pictures ----
+# ---- the pictures of docs/pictures.md ----
 
-README = open(os.path.join(os.path.dirname(__file__), '..', 'README.md'), encoding='utf-8').read()
-PICTURES = re.findall(r'!\[[^\]]*\]\((samples/pictures/[\w.-]+\.svg)\)\n\n```sh\n(adgrad render [^\n]*)\n',
+README = open(os.path.join(os.path.dirname(__file__), '..', 'docs', 'pictures.md'), encoding='utf-8').read()
+PICTURES = re.findall(r'!\[[^\]]*\]\((?:\.\./)?(samples/pictures/[\w.-]+\.svg)\)\n\n```sh\n(adgrad render [^\n]*)\n',
                       README)
 
 
