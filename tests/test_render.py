@@ -12,7 +12,9 @@ import pytest
 from autodiff_cli import backward, forward, lower
 from autodiff_cli.cli.main import main
 from autodiff_cli.core.graph import Graph, Node
-from autodiff_cli.pictures.render import JUST_DONE, KNOWN, layout_size, render, scene
+from autodiff_cli.pictures.render import render
+from autodiff_cli.pictures.scene import scene
+from autodiff_cli.pictures.style import JUST_DONE, KNOWN, layout_size
 from autodiff_cli.pictures.steps import index_html, step_pictures, steps
 
 BLOCKS = open(os.path.join(os.path.dirname(__file__), '..', 'samples', 'blocks.ad')).read()
@@ -558,5 +560,5 @@ def test_each_readme_picture_is_what_its_command_draws_today(path, command, tmp_
 
 
 def test_output_symbol_never_runs_out_of_names():
-    from autodiff_cli.pictures.render import output_symbol
+    from autodiff_cli.pictures.scene import output_symbol
     assert output_symbol(lower('f + F + out + output + f_ + f_1')) == 'f_2'

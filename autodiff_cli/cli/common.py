@@ -65,7 +65,14 @@ def read_program(args, stdin=None):
 
 
 def load(args, env):
-    """The program's graph and its command-line bindings. What lowering noted
+    """The program's graph and its command-line bindings: where every command
+    starts, so that bindings, constants and notes behave alike in all of them."""
+    graph, words = load_program(args, env)
+    return graph, parse_bindings(words, graph)
+
+
+def load_program(args, env):
+    """The program's graph and the words after it, unread. What lowering noted
     (a constant bound as a variable, numbers bound where inputs were meant)
     goes to stderr."""
     from ..language.lower import lower
@@ -74,7 +81,7 @@ def load(args, env):
     env.keep(graph)
     for note in graph.notes:
         env.say(f'adgrad: note: {note}')
-    return graph, parse_bindings(words, graph)
+    return graph, words
 
 
 def parse_bindings(words, graph=None):

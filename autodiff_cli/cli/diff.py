@@ -4,7 +4,7 @@ gradient's own recorded graph (autodiff_cli/derive)."""
 import argparse
 
 from ..errors import UsageError
-from .common import Exit, read_program, wrt_names
+from .common import Exit, load_program, wrt_names
 from .evaluate import add_input
 
 LANGUAGES = ('adgrad', 'numpy', 'c', 'latex')
@@ -53,13 +53,11 @@ def variables(graph, wrt, what='differentiate'):
 def run(args, env):
     from ..derive import printers
     from ..derive.record import differentiate, nth_derivative
-    from ..language.lower import lower
 
-    source, words = read_program(args, env.stdin)
+    graph, words = load_program(args, env)
     if words:
         raise UsageError(f"diff prints a formula and takes no values ('{words[0]}'); "
                          'to evaluate it, pipe it to adgrad eval')
-    graph = lower(source)
     names = variables(graph, args.wrt)
     code = args.lang in ('numpy', 'c')
     if args.order > 1:

@@ -90,9 +90,18 @@ def run(args, env):
     result = compute(graph, inputs, names, args, env)
     write(result, args.format, env)
     if getattr(args, 'explain', False):
-        from .render import write_explanation
         write_explanation(graph, inputs, env)
     return Exit.OK
+
+
+def write_explanation(graph, inputs, env):
+    """`grad --explain`: the library's diagnosis (pictures/health.py) after the
+    result, one finding a line, under a heading that sets it apart from the numbers."""
+    from ..pictures.health import explain_point
+    text = '\ndiagnosis:\n' + ''.join(f'  {line}\n' for line in explain_point(graph, inputs))
+    if env.partial != '∂':
+        text = text.replace('∂', 'd')
+    env.stdout.write(text)
 
 
 def gradient_names(graph, args):

@@ -15,7 +15,7 @@ import re
 import stat
 
 from ..errors import AdgradError, UsageError
-from .common import Exit, input_values, parse_bindings, read_program, report_nonfinite
+from .common import Exit, input_values, load, report_nonfinite
 from .files import Output, cannot as _cannot
 
 FORMATS = ('svg', 'png', 'pdf', 'dot', 'text', 'html')
@@ -103,14 +103,13 @@ def _look(args):
                 products=getattr(args, 'products', False))
 
 
-def run_render(args, out, warn):
+def run_render(args, env):
     from ..core.passes import backward, forward
-    from ..language.lower import lower
 
+    out, warn = env.stdout, env.warn
     fmt, path = _destination(args, out)
-    source, words = read_program(args)
-    graph = lower(source)
-    values_in = input_values(graph, parse_bindings(words), warn)
+    graph, bindings = load(args, env)
+    values_in = input_values(graph, bindings, warn)
     missing = [name for name in graph.inputs if name not in values_in]
     mode = args.mode
     stepping = args.steps is not None or getattr(args, 'step', None) is not None
@@ -180,7 +179,8 @@ def run_render(args, out, warn):
 
 def _picture(graph, values, grads, mode, args, look, fmt, collapse, warn):
     """The bytes of the whole picture in `fmt`, refused if no viewer could show it."""
-    from ..pictures.render import LARGE, drawing, styled
+    from ..pictures.render import drawing, styled
+    from ..pictures.style import LARGE
     size = 0
     limit = args.max_nodes or MAX_NODES
     if fmt in LAYOUT_FORMATS and len(graph.nodes) > FOLDS * limit:   # too large to walk
@@ -329,7 +329,8 @@ def _destination(args, out):
 def _check_size(graph, limit, what, spread=SPREAD, scene=None):
     """Refuse a graph too large to lay out quickly; else its render.layout_size().
     `scene` is what will be drawn, when that is already known (collapsed, folded)."""
-    from ..pictures import render
+    from ..pictures.scene import scene as draw
+    from ..pictures.style import layout_size
     nodes = len(graph.nodes) if scene is None else len(scene.items)
     thing = 'graph' if scene is None or nodes == len(graph.nodes) else 'picture'
     ways_out = 'or write --format dot and lay it out yourself'
@@ -343,7 +344,7 @@ def _check_size(graph, limit, what, spread=SPREAD, scene=None):
             f'{why}. Raise the limit with --max-nodes {nodes}, {ways_out}')
     if spread is None:
         return nodes
-    size = render.layout_size(scene or render.scene(graph))
+    size = layout_size(scene or draw(graph))
     if size > spread * limit:
         needed = -(-size // spread)
         raise UsageError(
@@ -388,7 +389,7 @@ def _layout(digraph, fmt, max_nodes=None, seconds=None):
 def _step_files(graph, values, grads, args, look, fmt='svg'):
     """{file name: bytes} for every frame of the pass, and index.html."""
     from ..pictures.layout import node_positions
-    from ..pictures.render import scene
+    from ..pictures.scene import scene
     from ..pictures.steps import frame_name, index_html, step_pictures
     forward_steps = getattr(args, 'forward_steps', False)
     # An SVG frame sits on the page, which shows the caption; a PNG or PDF
@@ -429,10 +430,10 @@ def _text(graph, values, grads, mode, terminal):
     from rich.console import Console
     from rich.table import Table
 
-    from ..pictures.render import number, scene
+    from ..pictures.scene import scene
     from ..pictures.steps import steps
     from ..pictures.style import grad_text
-    from ..pictures.text import wrap_terms
+    from ..pictures.text import number, wrap_terms
 
     drawn = scene(graph, values, grads)
     table = Table(title=f'{drawn.f} = {graph.text(graph.output, 60)}', title_justify='left')
@@ -557,19 +558,3 @@ def write_folder(folder, files):
     for name in sorted(os.listdir(folder)):
         if FRAME_FILE.fullmatch(name) and name not in files:
             os.unlink(os.path.join(folder, name))
-
-
-# ---- grad --explain ----
-
-def write_explanation(graph, inputs, env):
-    """`adgrad grad --explain`: the gradient diagnosis of pictures/health.py as
-    text after the result, one finding a line, headed so a reader of plain
-    output can tell it from the numbers."""
-    from ..core.passes import backward, forward
-    from ..pictures.health import explain
-    values = forward(graph, inputs)
-    lines = explain(graph, values, backward(graph, values))
-    text = '\ndiagnosis:\n' + ''.join(f'  {line}\n' for line in lines)
-    if env.partial != '∂':
-        text = text.replace('∂', 'd')
-    env.stdout.write(text)

@@ -72,4 +72,4 @@ def node_count(text):
 
 def run(args, env):
     args.format_given = args.format is not None
-    return run_render(args, env.stdout, env.warn)
+    return run_render(args, env)

@@ -16,8 +16,8 @@ import re
 from ..core.graph import Graph, Node
 from ..core.passes import pullback
 from .calls import call_sites
-from .render import (Scene, displayable, merge_links, node_symbol, number, results, scene,
-                     wrap)
+from .scene import Scene, merge_links, node_symbol, results, scene, wrap
+from .text import displayable, number
 from .text import enclosed
 
 

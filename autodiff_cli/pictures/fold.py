@@ -11,7 +11,7 @@ product of their local derivatives, ∂(last)/∂(the node before the run). The
 numbers are the ones backward() computed; nothing is recomputed here.
 """
 
-from .render import merge_links
+from .scene import merge_links
 from .text import number
 
 LONGEST = 12   # a chain this long is drawn whole (samples/deep.ad's ten calls)

@@ -113,6 +113,13 @@ def first_nonfinite_gradient(health):
     return None
 
 
+def explain_point(graph, inputs):
+    """explain() at one point: the passes run here, for `adgrad grad --explain`."""
+    from ..core.passes import backward, forward
+    values = forward(graph, inputs)
+    return explain(graph, values, backward(graph, values))
+
+
 def explain(graph, values, grads, health=None):
     """The diagnosis as lines of text: for each input, where along the path
     from the output its gradient shrinks or grows most; the nodes that block

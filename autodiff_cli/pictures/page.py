@@ -23,7 +23,8 @@ import re
 from ..core.passes import backward, forward, pullback, receives_gradient
 from ..errors import UsageError
 from .health import EXPLODING, VANISHING
-from .render import EPSILON, drawing
+from .render import drawing
+from .scene import EPSILON
 from .steps import script_json
 from .style import (BLOCKED, BLOCKED_TEXT, INK, NONFINITE, NONFINITE_FILL, SCALE, Look, darker,
                     style)

@@ -18,8 +18,10 @@ from typing import NamedTuple
 from ..core.passes import pullback, receives_gradient
 from .symbolic import local_symbol
 from .text import enclosed
-from .render import (SYMBOL_LIMIT, Frame, Look, Picture, block_labels, caller_texts, displayable,
-                     node_symbol, number, output_symbol, scene, style)
+from .render import Picture
+from .scene import SYMBOL_LIMIT, caller_texts, node_symbol, output_symbol, scene
+from .style import Frame, Look, block_labels, style
+from .text import displayable, number
 
 MAX_TERMS = 4   # a caption lists this many chain-rule terms, then says how many more
 
