@@ -2,8 +2,9 @@
 
 The table (primitives.py) names each op's array form; batch.py looks the
 name up here first, then in NumPy. Each function below matches its scalar
-twin in ieee.py, and PyTorch, where NumPy alone would not. Imported only on
-the batch path.
+twin in ieee.py, and PyTorch, where NumPy alone would not. `diff --lang
+numpy` copies the text of those that use nothing but `np` into the module
+it prints, so they are written to be read there too.
 """
 
 import math
@@ -15,7 +16,7 @@ from . import ieee
 
 def sigmoid(x):  # PyTorch's formula, as ieee.sigmoid, in one buffer
     if np.ndim(x) == 0:   # a constant's sigmoid(2): a NumPy scalar has no buffer for out=
-        return ieee.sigmoid(float(x))
+        return 1.0 / (1.0 + np.exp(-x))
     t = np.negative(x)
     np.exp(t, out=t)
     np.add(t, 1.0, out=t)

@@ -10,7 +10,8 @@ import math
 from ..errors import AdgradError, NumericalError
 from ..errors import did_you_mean
 from .branches import executed, forward_taking_branches
-from .primitives import NUMBERS, PRIMITIVES
+from .primitives import (COMPARISON, CUSTOM, LOGICAL, NUMBERS, PRIMITIVES, SELECT, STOP,
+                         names_of)
 
 
 def forward(graph, inputs, algebra=NUMBERS):
@@ -138,19 +139,20 @@ def receives_gradient(graph):
 
 
 # The arguments a gradient can reach through, for ops whose rule answers
-# None for some: no comparison's, not an `if`'s condition, and of a block
+# None for some: no comparison's, not a choice's condition, and of a block
 # with a declared derivative only its arguments, not its body or partials.
-_NO_GRADIENT = frozenset(('lt', 'le', 'gt', 'ge', 'eq', 'ne', 'and', 'or', 'not',
-                          'stop_gradient'))
+_NO_GRADIENT = frozenset(names_of(COMPARISON, LOGICAL, STOP))
+_CHOICES = frozenset(names_of(SELECT))
+_CUSTOM = frozenset(names_of(CUSTOM))
 
 
 def _gradient_args(node):
     op, args = node.op, node.args
     if op in _NO_GRADIENT:
         return ()
-    if op == 'if':
+    if op in _CHOICES:
         return args[1:]
-    if op == 'custom':
+    if op in _CUSTOM:
         return args[len(args) // 2 + 1:]
     return args
 

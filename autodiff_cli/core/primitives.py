@@ -1,23 +1,41 @@
-"""The table of primitives: each op declared once, with its derivative.
+r"""The table of primitives: each op declared once, with every form it takes.
 
-A row gives the op's name, arity, forward function (float64, IEEE results,
-see ieee.py), its vector-Jacobian product, how it is written, and the name
-of its form over arrays (NumPy's, or arrays.py's where NumPy differs).
+A row gives the op's name, arity, kind, its forward function (float64, IEEE
+results, see ieee.py), the name of its form over arrays (arrays.py's where
+NumPy's differs at an edge, else NumPy's), its vector-Jacobian product, its
+JVP where that is not the VJP's, and how it is spelled in adgrad, NumPy, C,
+JavaScript and LaTeX. Everything else that lists ops (the printers, the page,
+the passes, the checks) is computed from these rows.
 
 A VJP rule is `rule(k, g, out, *args) -> one cotangent per argument`: `g` is
 the gradient arriving at the op's output, `out` its forward value and `args`
 its inputs. A cotangent of None means "no gradient" (a comparison's, the
 condition of a `where`): it is never multiplied, so it cannot turn into nan
-through 0 * inf, and the backward pass adds nothing for it. Rules compute only through the algebra `k`, whose methods are
-the primitives themselves (`k.mul(g, b)`), so the same rule yields numbers
-today (`NUMBERS`) and can yield graph nodes for higher-order derivatives by
-passing an algebra that records instead of computes — the way JAX's and
-tinygrad's rules are written over their own ops.
+through 0 * inf. Rules compute only through the algebra `k`, whose methods
+are the primitives themselves, so the same rule yields numbers (`NUMBERS`),
+arrays, or recorded nodes for higher-order derivatives, as JAX's and
+tinygrad's rules do.
 
 Edge points follow PyTorch's derivatives.yaml, formula for formula, so that
 results agree with torch float64 autograd to the last few ulps: abs'(0) = 0,
 relu'(0) = 0, sqrt'(0) = inf, min/max ties split 0.5/0.5, d/dx x^0 = 0,
 d/dy 0^y = 0 for y >= 0.
+
+Spellings. A template is (text, precedence, one least precedence per
+argument): `$0`, `$1`, `$2` stand for the arguments, and an argument that
+binds more loosely than its slot allows is parenthesized. Precedence: 1 sums,
+2 products, 3 signs, 4 powers, 5 atoms; conditions sit below sums.
+- `text`, adgrad's: a template; a function without one is called by name.
+- `numpy`: a template; else the array form, `np.NAME`, or arrays.py's
+  function (copied into the generated module where it needs only NumPy).
+- `c`: a template; the name of a math.h function; or a helper's C text,
+  `static double ad_NAME(...)`, called as ad_NAME. An operator's NumPy and C
+  spellings are its adgrad one unless its row says otherwise.
+- `js`: an expression in a, b, c (the page's helpers in pictures/page.py),
+  or a helper `function ad_NAME(...)`. `latex`: a template, or a command
+  such as `\sin`; else `\operatorname{NAME}`. `blocks`: why the op can
+  pass no gradient, for --explain.
+- NO_FORM says on purpose that a language has none (JavaScript has no erf).
 """
 
 import math
@@ -30,13 +48,18 @@ from . import ieee
 LN2 = ieee.LN2
 LN10 = 2.3025850929940456
 
+Primitive = namedtuple('Primitive', 'name arity forward array vjp symbol jvp kind text numpy c js '
+                       'latex blocks')
 
-# name, arity (-1: any), forward (on floats), array (its form on arrays, for
-# batches: the function of that name in arrays.py where NumPy's differs from
-# `forward`, else NumPy's), vjp, symbol (infix or prefix operator, e.g. '*';
-# None for calls). collections.namedtuple: typing costs start-up time.
-Primitive = namedtuple('Primitive', 'name arity forward array vjp symbol jvp',
-                       defaults=(None, None))
+# The kinds: what an op is, for the passes and printers that treat kinds alike.
+ARITHMETIC, FUNCTION, STEP = 'arithmetic', 'function', 'step'
+COMPARISON, LOGICAL, SELECT = 'comparison', 'logical', 'select'
+STOP, CUSTOM, INTERNAL_KIND = 'stop', 'custom', 'internal'
+
+ATOM = 5
+COMPARE = 0.5
+OR, AND, NOT = 0.1, 0.2, 0.3
+NO_FORM = ''     # a language that has no spelling for the op, on purpose
 
 
 def _max_vjp(k, g, out, a, b):
@@ -238,100 +261,232 @@ def _clamp_jvp(k, t, out, x, low, high):
                    k.where(k.lt(x, low), tlow, k.where(k.gt(x, high), thigh, tx)))
 
 
-def _row(name, arity, forward, array, vjp, symbol=None, jvp=None):
-    return Primitive(name=name, arity=arity, forward=forward, array=array, vjp=vjp, symbol=symbol,
-                     jvp=jvp)
+def _row(name, arity, forward, array, vjp, symbol=None, jvp=None, kind=FUNCTION, text=None,
+         numpy=None, c=None, js=None, latex=None, blocks=None):
+    if blocks is None and kind == STEP:
+        blocks = f'{name} is a step: its derivative is 0'
+    return Primitive(name, arity, forward, array, vjp, symbol, jvp, kind, text, numpy, c, js,
+                     latex, blocks)
+
+
+def _infix(name, arity, forward, array, vjp, text, js, kind=ARITHMETIC, **forms):
+    symbol = text[0].replace('$0', '').replace('$1', '').strip()
+    return _row(name, arity, forward, array, vjp, symbol=symbol, kind=kind, text=text, js=js,
+                **forms)
+
+
+def _comparison(name, forward, array, text, js, latex):
+    return _infix(name, 2, forward, array, _no_gradient, ('$0 ' + text + ' $1', COMPARE, 1, 1),
+                  js, kind=COMPARISON, latex=('$0 ' + latex + ' $1', COMPARE, 1, 1),
+                  blocks='a comparison has no gradient')
 
 
 # (operator.add and friends rather than lambdas: derivative rules call them
 # through the algebra too, and a C function is half the cost of a call.)
 OPERATORS = [
-    _row('add', 2, operator.add, 'add', lambda k, g, out, a, b: (g, g), symbol='+'),
-    _row('sub', 2, operator.sub, 'subtract', lambda k, g, out, a, b: (g, k.neg(g)), symbol='-'),
-    _row('mul', 2, operator.mul, 'multiply',
-         lambda k, g, out, a, b: (k.mul(g, b), k.mul(g, a)), symbol='*'),
-    _row('div', 2, ieee.div, 'divide',
-         lambda k, g, out, a, b: (k.div(g, b), k.neg(k.mul(g, k.div(k.div(a, b), b)))), symbol='/'),
-    _row('neg', 1, operator.neg, 'negative', lambda k, g, out, a: (k.neg(g),), symbol='-'),
-    _row('pos', 1, lambda a: a, 'positive', lambda k, g, out, a: (g,), symbol='+'),
+    _infix('add', 2, operator.add, 'add', lambda k, g, out, a, b: (g, g), ('$0 + $1', 1, 1, 2),
+           'a + b'),
+    _infix('sub', 2, operator.sub, 'subtract', lambda k, g, out, a, b: (g, k.neg(g)),
+           ('$0 - $1', 1, 1, 2), 'a - b'),
+    _infix('mul', 2, operator.mul, 'multiply', lambda k, g, out, a, b: (k.mul(g, b), k.mul(g, a)),
+           ('$0*$1', 2, 2, 3), 'a * b', latex=('$0 $1', 2, 2, 3)),
+    _infix('div', 2, ieee.div, 'divide',
+           lambda k, g, out, a, b: (k.div(g, b), k.neg(k.mul(g, k.div(k.div(a, b), b)))),
+           ('$0/$1', 2, 2, 3), 'a / b', latex=(r'\frac{$0}{$1}', ATOM, 0, 0)),
+    _infix('neg', 1, operator.neg, 'negative', lambda k, g, out, a: (k.neg(g),), ('-$0', 3, 3),
+           '-a'),
+    _infix('pos', 1, lambda a: a, 'positive', lambda k, g, out, a: (g,), ('+$0', 3, 3), 'a'),
 ]
 
 # The functions a program may call by name; `pow` is also the operator ^.
 CALLABLE = [
     # ---- one argument ----
-    _row('sin', 1, ieee.sin, 'sin', lambda k, g, out, a: (k.mul(g, k.cos(a)),)),
-    _row('cos', 1, ieee.cos, 'cos', lambda k, g, out, a: (k.mul(g, k.neg(k.sin(a))),)),
-    _row('tan', 1, ieee.tan, 'tan', lambda k, g, out, a: (k.mul(g, k.add(1.0, k.mul(out, out))),)),
+    _row('sin', 1, ieee.sin, 'sin', lambda k, g, out, a: (k.mul(g, k.cos(a)),),
+         c='sin', js='Math.sin(a)', latex='\\sin'),
+    _row('cos', 1, ieee.cos, 'cos', lambda k, g, out, a: (k.mul(g, k.neg(k.sin(a))),),
+         c='cos', js='Math.cos(a)', latex='\\cos'),
+    _row('tan', 1, ieee.tan, 'tan', lambda k, g, out, a: (k.mul(g, k.add(1.0, k.mul(out, out))),),
+         c='tan', js='Math.tan(a)', latex='\\tan'),
     _row('asin', 1, ieee.asin, 'arcsin',
-         lambda k, g, out, a: (k.div(g, k.sqrt(k.sub(1.0, k.mul(a, a)))),)),
+         lambda k, g, out, a: (k.div(g, k.sqrt(k.sub(1.0, k.mul(a, a)))),),
+         c='asin', js='Math.asin(a)', latex='\\arcsin'),
     _row('acos', 1, ieee.acos, 'arccos',
-         lambda k, g, out, a: (k.neg(k.div(g, k.sqrt(k.sub(1.0, k.mul(a, a))))),)),
-    _row('atan', 1, math.atan, 'arctan', lambda k, g, out, a: (k.div(g, k.add(k.mul(a, a), 1.0)),)),
-    _row('sinh', 1, ieee.sinh, 'sinh', lambda k, g, out, a: (k.mul(g, k.cosh(a)),)),
-    _row('cosh', 1, ieee.cosh, 'cosh', lambda k, g, out, a: (k.mul(g, k.sinh(a)),)),
-    _row('tanh', 1, math.tanh, 'tanh', _tanh_vjp),
-    _row('exp', 1, ieee.exp, 'exp', lambda k, g, out, a: (k.mul(g, out),)),
-    _row('log', 1, ieee.log, 'log', lambda k, g, out, a: (k.div(g, a),)),
-    _row('log2', 1, ieee.log2, 'log2', lambda k, g, out, a: (k.div(g, k.mul(a, LN2)),)),
-    _row('log10', 1, ieee.log10, 'log10', lambda k, g, out, a: (k.div(g, k.mul(a, LN10)),)),
-    _row('sqrt', 1, ieee.sqrt, 'sqrt', lambda k, g, out, a: (k.div(g, k.mul(2.0, out)),)),
-    _row('abs', 1, abs, 'abs', lambda k, g, out, a: (k.mul(g, k.sign(a)),)),
+         lambda k, g, out, a: (k.neg(k.div(g, k.sqrt(k.sub(1.0, k.mul(a, a))))),),
+         c='acos', js='Math.acos(a)', latex='\\arccos'),
+    _row('atan', 1, math.atan, 'arctan', lambda k, g, out, a: (k.div(g, k.add(k.mul(a, a), 1.0)),),
+         c='atan', js='Math.atan(a)', latex='\\arctan'),
+    _row('sinh', 1, ieee.sinh, 'sinh', lambda k, g, out, a: (k.mul(g, k.cosh(a)),),
+         c='sinh', js='Math.sinh(a)', latex='\\sinh'),
+    _row('cosh', 1, ieee.cosh, 'cosh', lambda k, g, out, a: (k.mul(g, k.sinh(a)),),
+         c='cosh', js='Math.cosh(a)', latex='\\cosh'),
+    _row('tanh', 1, math.tanh, 'tanh', _tanh_vjp, c='tanh', js='Math.tanh(a)', latex='\\tanh'),
+    _row('exp', 1, ieee.exp, 'exp', lambda k, g, out, a: (k.mul(g, out),),
+         c='exp', js='Math.exp(a)', latex=('e^{$0}', 4, 0)),
+    _row('log', 1, ieee.log, 'log', lambda k, g, out, a: (k.div(g, a),),
+         c='log', js='Math.log(a)', latex='\\log'),
+    _row('log2', 1, ieee.log2, 'log2', lambda k, g, out, a: (k.div(g, k.mul(a, LN2)),),
+         c='log2', js='Math.log2(a)', latex=(r'\log_{2}\left($0\right)', ATOM, 0)),
+    _row('log10', 1, ieee.log10, 'log10', lambda k, g, out, a: (k.div(g, k.mul(a, LN10)),),
+         c='log10', js='Math.log10(a)', latex=(r'\log_{10}\left($0\right)', ATOM, 0)),
+    _row('sqrt', 1, ieee.sqrt, 'sqrt', lambda k, g, out, a: (k.div(g, k.mul(2.0, out)),),
+         c='sqrt', js='Math.sqrt(a)', latex=(r'\sqrt{$0}', ATOM, 0)),
+    _row('abs', 1, abs, 'abs', lambda k, g, out, a: (k.mul(g, k.sign(a)),),
+         c='fabs', js='Math.abs(a)', latex=(r'\left|$0\right|', ATOM, 0),
+         blocks='abs has gradient 0 at 0'),
     _row('sigmoid', 1, ieee.sigmoid, 'sigmoid',
-         lambda k, g, out, a: (k.mul(k.mul(g, k.sub(1.0, out)), out),)),
-    _row('relu', 1, ieee.relu, 'relu', lambda k, g, out, a: (k.where(k.ge(0.0, out), 0.0, g),)),
-    _row('cot', 1, ieee.cot, 'cot', lambda k, g, out, a: (k.neg(k.mul(g, k.add(1.0, k.mul(out, out)))),)),
-    _row('sec', 1, ieee.sec, 'sec', lambda k, g, out, a: (k.mul(g, k.mul(out, k.tan(a))),)),
-    _row('csc', 1, ieee.csc, 'csc', lambda k, g, out, a: (k.neg(k.mul(g, k.div(out, k.tan(a)))),)),
-    _row('acot', 1, ieee.acot, 'acot', _acot_vjp),
-    _row('asec', 1, ieee.asec, 'asec', _asec_vjp),
-    _row('acsc', 1, ieee.acsc, 'acsc', _acsc_vjp),
-    _row('coth', 1, ieee.coth, 'coth', _coth_vjp),
-    _row('sech', 1, ieee.sech, 'sech', lambda k, g, out, a: (k.neg(k.mul(g, k.mul(out, k.tanh(a)))),)),
-    _row('csch', 1, ieee.csch, 'csch', lambda k, g, out, a: (k.neg(k.mul(g, k.div(out, k.tanh(a)))),)),
+         lambda k, g, out, a: (k.mul(k.mul(g, k.sub(1.0, out)), out),),
+         c='static double ad_sigmoid(double a) { return 1.0 / (1.0 + exp(-a)); }',
+         js='1 / (1 + Math.exp(-a))', latex=(r'\sigma\left($0\right)', ATOM, 0)),
+    _row('relu', 1, ieee.relu, 'relu', lambda k, g, out, a: (k.where(k.ge(0.0, out), 0.0, g),),
+         c='static double ad_relu(double a) { return a < 0 ? 0.0 : a; }', js='(a < 0 ? 0 : a)',
+         blocks='relu passes no gradient where its input is below 0'),
+    _row('cot', 1, ieee.cot, 'cot',
+         lambda k, g, out, a: (k.neg(k.mul(g, k.add(1.0, k.mul(out, out)))),),
+         c='static double ad_cot(double a) { return 1.0 / tan(a); }', js='1 / Math.tan(a)',
+         latex='\\cot'),
+    _row('sec', 1, ieee.sec, 'sec', lambda k, g, out, a: (k.mul(g, k.mul(out, k.tan(a))),),
+         c='static double ad_sec(double a) { return 1.0 / cos(a); }', js='1 / Math.cos(a)',
+         latex='\\sec'),
+    _row('csc', 1, ieee.csc, 'csc', lambda k, g, out, a: (k.neg(k.mul(g, k.div(out, k.tan(a)))),),
+         c='static double ad_csc(double a) { return 1.0 / sin(a); }', js='1 / Math.sin(a)',
+         latex='\\csc'),
+    _row('acot', 1, ieee.acot, 'acot', _acot_vjp,
+         c='static double ad_acot(double a) { return atan(1.0 / a); }', js='Math.atan(1 / a)'),
+    _row('asec', 1, ieee.asec, 'asec', _asec_vjp,
+         c='static double ad_asec(double a) { double m = fabs(a); '
+           'return atan2(sqrt(m - 1.0) * sqrt(m + 1.0), a > 0 ? 1.0 : (a < 0 ? -1.0 : 0.0)); }',
+         js='function ad_asec(a) { var m = Math.abs(a); '
+            'return Math.atan2(Math.sqrt(m - 1) * Math.sqrt(m + 1), sign(a)); }'),
+    _row('acsc', 1, ieee.acsc, 'acsc', _acsc_vjp,
+         c='static double ad_acsc(double a) { double m = fabs(a); '
+           'return atan2(a > 0 ? 1.0 : (a < 0 ? -1.0 : 0.0), sqrt(m - 1.0) * sqrt(m + 1.0)); }',
+         js='function ad_acsc(a) { var m = Math.abs(a); '
+            'return Math.atan2(sign(a), Math.sqrt(m - 1) * Math.sqrt(m + 1)); }'),
+    _row('coth', 1, ieee.coth, 'coth', _coth_vjp,
+         c='static double ad_coth(double a) { return 1.0 / tanh(a); }', js='1 / Math.tanh(a)',
+         latex='\\coth'),
+    _row('sech', 1, ieee.sech, 'sech',
+         lambda k, g, out, a: (k.neg(k.mul(g, k.mul(out, k.tanh(a)))),),
+         c='static double ad_sech(double a) '
+           '{ double c = cosh(a); return c == HUGE_VAL ? 2.0 * exp(-fabs(a)) : 1.0 / c; }',
+         js='function ad_sech(a) '
+            '{ var c = Math.cosh(a); return c === Infinity ? 2 * Math.exp(-Math.abs(a)) : 1 / c; }'),
+    _row('csch', 1, ieee.csch, 'csch',
+         lambda k, g, out, a: (k.neg(k.mul(g, k.div(out, k.tanh(a)))),),
+         c='static double ad_csch(double a) { double s = sinh(a); '
+           'return fabs(s) == HUGE_VAL ? copysign(2.0 * exp(-fabs(a)), a) : 1.0 / s; }',
+         js='function ad_csch(a) { var s = Math.sinh(a); '
+            'return Math.abs(s) === Infinity ? copysign(2 * Math.exp(-Math.abs(a)), a) : 1 / s; }'),
     # asinh, acosh, atanh: torch's formulas, whose x^2 cancels within ~1e-8
     # of acosh's and atanh's domain edges and overflows past |x| ~ 1.3e154
-    # (the README's Numerics table says so); acoth, asech, acsch have none.
+    # (docs/numerics.md says so); acoth, asech, acsch have none.
     _row('asinh', 1, ieee.asinh, 'arcsinh',
-         lambda k, g, out, a: (k.mul(g, k.div(1.0, k.sqrt(k.add(k.mul(a, a), 1.0)))),)),
+         lambda k, g, out, a: (k.mul(g, k.div(1.0, k.sqrt(k.add(k.mul(a, a), 1.0)))),),
+         c='asinh', js='Math.asinh(a)'),
     _row('acosh', 1, ieee.acosh, 'arccosh',
-         lambda k, g, out, a: (k.mul(g, k.div(1.0, k.sqrt(k.sub(k.mul(a, a), 1.0)))),)),
+         lambda k, g, out, a: (k.mul(g, k.div(1.0, k.sqrt(k.sub(k.mul(a, a), 1.0)))),),
+         c='acosh', js='Math.acosh(a)'),
     _row('atanh', 1, ieee.atanh, 'arctanh',
-         lambda k, g, out, a: (k.div(g, k.sub(1.0, k.mul(a, a))),)),
-    _row('acoth', 1, ieee.acoth, 'acoth', _acoth_vjp),
-    _row('asech', 1, ieee.asech, 'asech', _asech_vjp),
-    _row('acsch', 1, ieee.acsch, 'acsch', _acsch_vjp),
-    _row('sinc', 1, ieee.sinc, 'sinc', _sinc_vjp),
-    _row('sign', 1, ieee.sign, 'sign', _zero_gradient),
-    _row('cbrt', 1, ieee.cbrt, 'cbrt', lambda k, g, out, a: (k.div(g, k.mul(3.0, k.mul(out, out))),)),
-    _row('log1p', 1, ieee.log1p, 'log1p', lambda k, g, out, a: (k.div(g, k.add(a, 1.0)),)),
-    _row('expm1', 1, ieee.expm1, 'expm1', lambda k, g, out, a: (k.mul(g, k.add(out, 1.0)),)),
-    _row('exp2', 1, ieee.exp2, 'exp2', lambda k, g, out, a: (k.mul(k.mul(g, out), LN2),)),
-    _row('softplus', 1, ieee.softplus, 'softplus', _softplus_vjp),
-    _row('erf', 1, ieee.erf, 'erf', lambda k, g, out, a: (k.mul(_erf_slope(k, a), g),)),
-    _row('erfc', 1, ieee.erfc, 'erfc', lambda k, g, out, a: (k.mul(k.neg(_erf_slope(k, a)), g),)),
-    _row('gelu', 1, ieee.gelu, 'gelu', _gelu_vjp),
-    _row('silu', 1, ieee.silu, 'silu', _silu_vjp),
-    _row('floor', 1, ieee.floor, 'floor', _zero_gradient),
-    _row('ceil', 1, ieee.ceil, 'ceil', _zero_gradient),
-    _row('round', 1, ieee.round_half_even, 'rint', _zero_gradient),
+         lambda k, g, out, a: (k.div(g, k.sub(1.0, k.mul(a, a))),), c='atanh', js='Math.atanh(a)'),
+    _row('acoth', 1, ieee.acoth, 'acoth', _acoth_vjp,
+         c='static double ad_acoth(double a) '
+           '{ return copysign(0.5 * log1p(2.0 / (fabs(a) - 1.0)), a); }',
+         js='function ad_acoth(a) '
+            '{ return copysign(0.5 * Math.log1p(2 / (Math.abs(a) - 1)), a); }'),
+    # Below ieee.TINY = 2^-30, 1/x may overflow where asech and acsch are finite.
+    _row('asech', 1, ieee.asech, 'asech', _asech_vjp,
+         c='static double ad_asech(double a) { double r = sqrt((1.0 - a) * (1.0 + a)); '
+           'return fabs(a) < 0x1p-30 ? 0.6931471805599453 - log(a) '
+           ': log1p(((1.0 - a) + r) / a); }',
+         js='function ad_asech(a) { var r = Math.sqrt((1 - a) * (1 + a)); '
+            'return Math.abs(a) < 9.313225746154785e-10 ? 0.6931471805599453 - Math.log(a) '
+            ': Math.log1p(((1 - a) + r) / a); }'),
+    _row('acsch', 1, ieee.acsch, 'acsch', _acsch_vjp,
+         c='static double ad_acsch(double a) { return fabs(a) < 0x1p-30 ? '
+           'copysign(0.6931471805599453 - log(fabs(a)), a) : asinh(1.0 / a); }',
+         js='function ad_acsch(a) { return Math.abs(a) < 9.313225746154785e-10 ? '
+            'copysign(0.6931471805599453 - Math.log(Math.abs(a)), a) : Math.asinh(1 / a); }'),
+    _row('sinc', 1, ieee.sinc, 'sinc', _sinc_vjp,
+         c='static double ad_sinc(double a) '
+           '{ double p = 3.141592653589793 * a; return a == 0 ? 1.0 : sin(p) / p; }',
+         js='sinc(a)'),
+    _row('sign', 1, ieee.sign, 'sign', _zero_gradient, kind=STEP,
+         c='static double ad_sign(double a) { return a > 0 ? 1.0 : (a < 0 ? -1.0 : 0.0); }',
+         js='sign(a)', latex=(r'\operatorname{sgn}\left($0\right)', ATOM, 0)),
+    _row('cbrt', 1, ieee.cbrt, 'cbrt',
+         lambda k, g, out, a: (k.div(g, k.mul(3.0, k.mul(out, out))),),
+         c='cbrt', js='Math.cbrt(a)', latex=(r'\sqrt[3]{$0}', ATOM, 0)),
+    _row('log1p', 1, ieee.log1p, 'log1p', lambda k, g, out, a: (k.div(g, k.add(a, 1.0)),),
+         c='log1p', js='Math.log1p(a)'),
+    _row('expm1', 1, ieee.expm1, 'expm1', lambda k, g, out, a: (k.mul(g, k.add(out, 1.0)),),
+         c='expm1', js='Math.expm1(a)'),
+    _row('exp2', 1, ieee.exp2, 'exp2', lambda k, g, out, a: (k.mul(k.mul(g, out), LN2),),
+         c='exp2', js='pow(2, a)'),
+    _row('softplus', 1, ieee.softplus, 'softplus', _softplus_vjp,
+         c='static double ad_softplus(double a) { return a > 20.0 ? a : log1p(exp(a)); }',
+         js='(a > 20 ? a : Math.log1p(Math.exp(a)))'),
+    # JavaScript's Math has no erf: the page refuses a program that needs one.
+    _row('erf', 1, ieee.erf, 'erf', lambda k, g, out, a: (k.mul(_erf_slope(k, a), g),),
+         c='erf', js=NO_FORM),
+    _row('erfc', 1, ieee.erfc, 'erfc', lambda k, g, out, a: (k.mul(k.neg(_erf_slope(k, a)), g),),
+         c='erfc', js=NO_FORM),
+    _row('gelu', 1, ieee.gelu, 'gelu', _gelu_vjp,
+         c='static double ad_gelu(double a) '
+           '{ return a * 0.5 * (1.0 + erf(a * 0.7071067811865476)); }', js=NO_FORM),
+    _row('silu', 1, ieee.silu, 'silu', _silu_vjp,
+         c='static double ad_silu(double a) { return a / (1.0 + exp(-a)); }',
+         js='a / (1 + Math.exp(-a))'),
+    _row('floor', 1, ieee.floor, 'floor', _zero_gradient, kind=STEP, c='floor',
+         js='integral(Math.floor(a), a)', latex=(r'\left\lfloor $0 \right\rfloor', ATOM, 0)),
+    _row('ceil', 1, ieee.ceil, 'ceil', _zero_gradient, kind=STEP, c='ceil',
+         js='integral(Math.ceil(a), a)', latex=(r'\left\lceil $0 \right\rceil', ATOM, 0)),
+    _row('round', 1, ieee.round_half_even, 'rint', _zero_gradient, kind=STEP,
+         c='static double ad_round(double a) { return nearbyint(a); }',
+         js='integral(roundEven(a), a)'),
     # ---- two arguments ----
-    _row('pow', 2, ieee.power, 'power', _pow_vjp, symbol='^'),
-    _row('min', 2, ieee.minimum, 'minimum', _min_vjp, jvp=_min_jvp),
-    _row('max', 2, ieee.maximum, 'maximum', _max_vjp, jvp=_max_jvp),
-    _row('atan2', 2, math.atan2, 'arctan2', _atan2_vjp, jvp=_atan2_jvp),
-    _row('hypot', 2, ieee.hypot, 'hypot', _hypot_vjp),
+    _infix('pow', 2, ieee.power, 'power', _pow_vjp, ('$0^$1', 4, ATOM, 3), 'pow(a, b)',
+           numpy=('$0**$1', 4, ATOM, 3), c=('pow($0, $1)', ATOM, 0, 0),
+           latex=('{$0}^{$1}', 4, ATOM, 0)),
+    _row('min', 2, ieee.minimum, 'minimum', _min_vjp, jvp=_min_jvp,
+         c='static double ad_min(double a, double b) '
+           '{ return a != a || b != b ? NAN : (a <= b ? a : b); }',
+         js='minimum(a, b)', latex=(r'\min\left($0, $1\right)', ATOM, 0, 0),
+         blocks='min passes the gradient only to the smaller argument'),
+    _row('max', 2, ieee.maximum, 'maximum', _max_vjp, jvp=_max_jvp,
+         c='static double ad_max(double a, double b) '
+           '{ return a != a || b != b ? NAN : (a >= b ? a : b); }',
+         js='maximum(a, b)', latex=(r'\max\left($0, $1\right)', ATOM, 0, 0),
+         blocks='max passes the gradient only to the larger argument'),
+    _row('atan2', 2, math.atan2, 'arctan2', _atan2_vjp, jvp=_atan2_jvp,
+         c='atan2', js='Math.atan2(a, b)'),
+    _row('hypot', 2, ieee.hypot, 'hypot', _hypot_vjp, c='hypot', js='Math.hypot(a, b)'),
     # ---- three arguments ----
-    _row('clamp', 3, ieee.clamp, 'clamp', _clamp_vjp, jvp=_clamp_jvp),
+    _row('clamp', 3, ieee.clamp, 'clamp', _clamp_vjp, jvp=_clamp_jvp,
+         c='static double ad_clamp(double x, double lo, double hi) '
+           '{ double m = x != x || lo != lo ? NAN : (x >= lo ? x : lo); '
+           'return m != m || hi != hi ? NAN : (m <= hi ? m : hi); }',
+         js='minimum(maximum(a, b), c)',
+         blocks='clamp passes no gradient where its input is outside the bounds'),
 ]
+
+# (text, precedence, slots) of a choice between two values, in each language;
+# JavaScript's, as Python's truth: nan is true, -0.0 false.
+_CHOICE = dict(kind=SELECT, text=('if($0, $1, $2)', ATOM, 0, 0, 0),
+               numpy=('np.where($0, $1, $2)', ATOM, 0, 0, 0), c=('($0 ? $1 : $2)', ATOM, 0, 0, 0),
+               js='(a !== 0 ? b : c)',
+               latex=(r'\begin{cases} $1 & \text{if } $0 \\ $2 & \text{otherwise} \end{cases}',
+                      ATOM, 0, 0, 0))
 
 # Used by derivative rules, never called by name from a program.
 INTERNAL = [
     _row('where', 3, ieee.where, 'where',
-         lambda k, g, out, c, a, b: (None, k.where(c, g, 0.0), k.where(c, 0.0, g))),
+         lambda k, g, out, c, a, b: (None, k.where(c, g, 0.0), k.where(c, 0.0, g)), **_CHOICE,
+         blocks='where passes no gradient to the branch not taken'),
     # The gradients the two branches of an `if` receive, as a pair: (g, None)
     # or (None, g) at a point, row by row over arrays. Never a node of a graph;
     # a row here so that every algebra has it, as it has the primitives.
-    _row('branches', 2, lambda c, g: (g, None) if c else (None, g), 'branches', _no_gradient),
+    _row('branches', 2, lambda c, g: (g, None) if c else (None, g), 'branches', _no_gradient,
+         kind=INTERNAL_KIND, text=NO_FORM, numpy=NO_FORM, c=NO_FORM, js=NO_FORM, latex=NO_FORM),
 ]
 
 
@@ -347,20 +502,33 @@ def _custom_vjp(k, g, out, value, *rest):
 # the algebra's `branches` says which (a float condition picks one; over
 # arrays each row does, and backward masks the rest).
 LOGIC = [
-    _row('lt', 2, ieee.lt, 'lt', _no_gradient, symbol='<'),
-    _row('le', 2, lambda a, b: 1.0 if a <= b else 0.0, 'le', _no_gradient, symbol='<='),
-    _row('gt', 2, lambda a, b: 1.0 if a > b else 0.0, 'gt', _no_gradient, symbol='>'),
-    _row('ge', 2, ieee.ge, 'ge', _no_gradient, symbol='>='),
-    _row('eq', 2, ieee.eq, 'eq', _no_gradient, symbol='=='),
-    _row('ne', 2, lambda a, b: 0.0 if a == b else 1.0, 'ne', _no_gradient, symbol='!='),
-    _row('and', 2, lambda a, b: 1.0 if a and b else 0.0, 'logical_and', _no_gradient,
-         symbol='and'),
-    _row('or', 2, lambda a, b: 1.0 if a or b else 0.0, 'logical_or', _no_gradient, symbol='or'),
-    _row('not', 1, lambda a: 0.0 if a else 1.0, 'logical_not', _no_gradient, symbol='not'),
+    _comparison('lt', ieee.lt, 'lt', '<', '(a < b ? 1 : 0)', '<'),
+    _comparison('le', lambda a, b: 1.0 if a <= b else 0.0, 'le', '<=', '(a <= b ? 1 : 0)',
+                r'\leq'),
+    _comparison('gt', lambda a, b: 1.0 if a > b else 0.0, 'gt', '>', '(a > b ? 1 : 0)', '>'),
+    _comparison('ge', ieee.ge, 'ge', '>=', '(a >= b ? 1 : 0)', r'\geq'),
+    _comparison('eq', ieee.eq, 'eq', '==', '(a === b ? 1 : 0)', '='),
+    _comparison('ne', lambda a, b: 0.0 if a == b else 1.0, 'ne', '!=', '(a === b ? 0 : 1)',
+                r'\neq'),
+    # C's -Wparentheses asks for `(a && b) || c`, and -Werror makes it an
+    # error: its || parenthesizes both sides.
+    _infix('and', 2, lambda a, b: 1.0 if a and b else 0.0, 'logical_and', _no_gradient,
+           ('$0 and $1', AND, AND, NOT), '(a !== 0 && b !== 0 ? 1 : 0)', kind=LOGICAL,
+           c=('$0 && $1', AND, AND, NOT), latex=(r'$0 \land $1', AND, AND, NOT),
+           blocks='a logical operator has no gradient'),
+    _infix('or', 2, lambda a, b: 1.0 if a or b else 0.0, 'logical_or', _no_gradient,
+           ('$0 or $1', OR, OR, AND), '(a !== 0 || b !== 0 ? 1 : 0)', kind=LOGICAL,
+           c=('$0 || $1', OR, NOT, NOT), latex=(r'$0 \lor $1', OR, OR, AND),
+           blocks='a logical operator has no gradient'),
+    _infix('not', 1, lambda a: 0.0 if a else 1.0, 'logical_not', _no_gradient,
+           ('not $0', NOT, NOT), '(a !== 0 ? 0 : 1)', kind=LOGICAL, c=('!$0', 3, 3),
+           latex=(r'\lnot $0', NOT, NOT), blocks='a logical operator has no gradient'),
     _row('if', 3, lambda c, a, b: a if c else b, 'select',
-         lambda k, g, out, c, a, b: (None, *k.branches(c, g))),
-    _row('stop_gradient', 1, lambda a: a, 'positive', lambda k, g, out, a: (None,)),
-    _row('custom', -1, lambda value, *rest: value, 'first', _custom_vjp),
+         lambda k, g, out, c, a, b: (None, *k.branches(c, g)), **_CHOICE),
+    _row('stop_gradient', 1, lambda a: a, 'positive', lambda k, g, out, a: (None,), kind=STOP,
+         c=('$0', ATOM, ATOM), js='a'),
+    _row('custom', -1, lambda value, *rest: value, 'first', _custom_vjp, kind=CUSTOM,
+         text=NO_FORM, numpy=NO_FORM, c=NO_FORM, js='a', latex=NO_FORM),
 ]
 
 PRIMITIVES = {row.name: row for row in OPERATORS + CALLABLE + INTERNAL + LOGIC}
@@ -369,6 +537,12 @@ PRIMITIVES = {row.name: row for row in OPERATORS + CALLABLE + INTERNAL + LOGIC}
 FUNCTIONS = {row.name: row for row in CALLABLE + LOGIC[-2:-1]}
 
 CONSTANTS = {'pi': 3.141592653589793, 'e': 2.718281828459045}
+
+
+def names_of(*kinds):
+    """The ops of the given kinds, in table order."""
+    return tuple(name for name, row in PRIMITIVES.items() if row.kind in kinds)
+
 
 # The numeric algebra: derivative rules evaluated to floats.
 # A single point takes one branch of each `if`, so no gate is needed (branches.py).

@@ -1,12 +1,10 @@
 """A recorded derivative printed as text: adgrad's own language, NumPy, C or LaTeX.
 
-Each language is a small table from op to template, as the primitives are a
-table from op to derivative. A template is (text, precedence, argument
-precedences): `$0`, `$1`, `$2` stand for the arguments, and an argument whose
-own precedence is below the one its slot asks for is put in parentheses, so
-parentheses appear exactly where re-reading the text needs them to rebuild
-the same tree. Precedence: 1 sums, 2 products, 3 signs, 4 powers, 5 atoms;
-comparisons and conditions sit below sums.
+Each language is a table from op to template, built from the spellings on
+the primitives' rows (core/primitives.py says how a template reads). An
+argument whose own precedence is below the one its slot asks for is put in
+parentheses, so parentheses appear exactly where re-reading the text needs
+them to rebuild the same tree.
 
 The printed text comes only from the graph's nodes: ops through these
 tables, numbers through `repr` of a float, and names that the parser already
@@ -22,15 +20,13 @@ import keyword
 import re
 from typing import NamedTuple
 
-from ..core.primitives import FUNCTIONS, PRIMITIVES
+from ..core.primitives import ARITHMETIC, ATOM, COMPARISON, LOGICAL, PRIMITIVES, names_of
 from ..errors import AdgradError
 from .record import Ref
 
-ATOM = 5
-COMPARE = 0.5
-OR, AND, NOT = 0.1, 0.2, 0.3
 INLINE = 80          # characters: a longer subexpression is bound to a name
 _SLOT = re.compile(r'\$(\d)')
+_IDENTIFIER = re.compile(r'[a-z][a-z0-9]*')
 
 
 class Template(NamedTuple):
@@ -47,165 +43,84 @@ def _call(name, arity, left='(', right=')'):
     return _t(name + left + ', '.join(f'${i}' for i in range(arity)) + right, ATOM, *[0] * arity)
 
 
-# ---- the operators most languages share ----
-
-_ARITHMETIC = {
-    'add': _t('$0 + $1', 1, 1, 2), 'sub': _t('$0 - $1', 1, 1, 2),
-    'mul': _t('$0*$1', 2, 2, 3), 'div': _t('$0/$1', 2, 2, 3),
-    'neg': _t('-$0', 3, 3), 'pos': _t('+$0', 3, 3),
-    'eq': _t('$0 == $1', COMPARE, 1, 1), 'lt': _t('$0 < $1', COMPARE, 1, 1),
-    'ge': _t('$0 >= $1', COMPARE, 1, 1),
-    'le': _t('$0 <= $1', COMPARE, 1, 1), 'gt': _t('$0 > $1', COMPARE, 1, 1),
-    'ne': _t('$0 != $1', COMPARE, 1, 1),
-    'and': _t('$0 and $1', AND, AND, NOT), 'or': _t('$0 or $1', OR, OR, AND),
-    'not': _t('not $0', NOT, NOT),
-}
-
-
-def _functions():
-    """{name: arity} of every function a program may call."""
-    return {name: row.arity for name, row in FUNCTIONS.items() if row.symbol is None}
-
-
-# ---- adgrad: every function is called by its own name ----
-
-ADGRAD = {**_ARITHMETIC,
-          **{name: _call(name, arity) for name, arity in _functions().items()},
-          'pow': _t('$0^$1', 4, ATOM, 3), 'where': _t('if($0, $1, $2)', ATOM, 0, 0, 0),
-          'if': _t('if($0, $1, $2)', ATOM, 0, 0, 0)}
-
-# ---- NumPy: IEEE results under np.errstate. An op takes the array form its
-# table row names: NumPy's function, a helper written out here where that is
-# short, else adgrad's own (core/arrays.py, imported by the module) ----
-
-NUMPY_HELPERS = {
-    'sigmoid': 'def _sigmoid(a):\n    return 1.0 / (1.0 + np.exp(-a))',
-    'relu': 'def _relu(a):\n    return np.where(a < 0, 0.0, a)',
-    'sign': 'def _sign(a):\n    return np.where(a > 0, 1.0, np.where(a < 0, -1.0, 0.0))',
-    'min': 'def _min(a, b):\n    return np.where((a <= b) | np.isnan(a), a, b)',
-    'max': 'def _max(a, b):\n    return np.where((a >= b) | np.isnan(a), a, b)',
-    'eq': 'def _eq(a, b):\n    return np.equal(a, b).astype(np.float64)',
-    'lt': 'def _lt(a, b):\n    return np.less(a, b).astype(np.float64)',
-    'ge': 'def _ge(a, b):\n    return np.greater_equal(a, b).astype(np.float64)',
-    'le': 'def _le(a, b):\n    return np.less_equal(a, b).astype(np.float64)',
-    'gt': 'def _gt(a, b):\n    return np.greater(a, b).astype(np.float64)',
-    'ne': 'def _ne(a, b):\n    return np.not_equal(a, b).astype(np.float64)',
-    'and': 'def _and(a, b):\n    return np.logical_and(a != 0, b != 0).astype(np.float64)',
-    'or': 'def _or(a, b):\n    return np.logical_or(a != 0, b != 0).astype(np.float64)',
-    'not': 'def _not(a):\n    return np.equal(a, 0).astype(np.float64)',
-}
-
-
-def numpy_table():
-    from ..core import arrays
-    import numpy as np
-    table = {**_ARITHMETIC, 'pow': _t('$0**$1', 4, ATOM, 3),
-             'where': _t('np.where($0, $1, $2)', ATOM, 0, 0, 0),
-             'if': _t('np.where($0, $1, $2)', ATOM, 0, 0, 0)}
+def _table(spelling):
+    """{op: Template} of one language; `spelling(row)` is a row's form in it:
+    a (text, precedence, *slots) tuple or a Template, or NO_FORM/None for none."""
+    table = {}
     for name, row in PRIMITIVES.items():
-        if name in table and name not in NUMPY_HELPERS or row.arity < 0:
-            continue
-        if name in NUMPY_HELPERS:
-            table[name] = _call('_' + name, row.arity)
-        elif hasattr(arrays, row.array):
-            table[name] = _call('_arrays.' + row.array, row.arity)
-        elif hasattr(np, row.array):
-            table[name] = _call('np.' + row.array, row.arity)
+        form = spelling(row)
+        if form:
+            table[name] = form if isinstance(form, Template) else _t(*form)
     return table
 
 
-# ---- C99 with math.h: the function of the same convention, or a helper
-# written in the steps of ieee.py's ----
+def _operator(row):
+    """An operator's spelling, where a language writes it as adgrad does."""
+    return row.text if row.kind in (ARITHMETIC, COMPARISON) else None
 
-_C_MATH = {'sin', 'cos', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'tanh', 'exp', 'log',
-           'log2', 'log10', 'sqrt', 'atan2', 'hypot', 'cbrt', 'log1p', 'expm1', 'exp2', 'erf',
-           'erfc', 'floor', 'ceil', 'asinh', 'acosh', 'atanh'}
-C_HELPERS = {
-    'sigmoid': 'static double ad_sigmoid(double a) { return 1.0 / (1.0 + exp(-a)); }',
-    'relu': 'static double ad_relu(double a) { return a < 0 ? 0.0 : a; }',
-    'sign': 'static double ad_sign(double a) { return a > 0 ? 1.0 : (a < 0 ? -1.0 : 0.0); }',
-    'min': 'static double ad_min(double a, double b) '
-           '{ return a != a || b != b ? NAN : (a <= b ? a : b); }',
-    'max': 'static double ad_max(double a, double b) '
-           '{ return a != a || b != b ? NAN : (a >= b ? a : b); }',
-    'cot': 'static double ad_cot(double a) { return 1.0 / tan(a); }',
-    'sec': 'static double ad_sec(double a) { return 1.0 / cos(a); }',
-    'csc': 'static double ad_csc(double a) { return 1.0 / sin(a); }',
-    'coth': 'static double ad_coth(double a) { return 1.0 / tanh(a); }',
-    'acot': 'static double ad_acot(double a) { return atan(1.0 / a); }',
-    # Below ieee.TINY = 2^-30, 1/x may overflow where acsch and asech are finite.
-    'acsch': 'static double ad_acsch(double a) { return fabs(a) < 0x1p-30 ? '
-             'copysign(0.6931471805599453 - log(fabs(a)), a) : asinh(1.0 / a); }',
-    'sinc': 'static double ad_sinc(double a) '
-            '{ double p = 3.141592653589793 * a; return a == 0 ? 1.0 : sin(p) / p; }',
-    'softplus': 'static double ad_softplus(double a) { return a > 20.0 ? a : log1p(exp(a)); }',
-    'silu': 'static double ad_silu(double a) { return a / (1.0 + exp(-a)); }',
-    'gelu': 'static double ad_gelu(double a) '
-            '{ return a * 0.5 * (1.0 + erf(a * 0.7071067811865476)); }',
-    'round': 'static double ad_round(double a) { return nearbyint(a); }',
-    'clamp': 'static double ad_clamp(double x, double lo, double hi) '
-             '{ double m = x != x || lo != lo ? NAN : (x >= lo ? x : lo); '
-             'return m != m || hi != hi ? NAN : (m <= hi ? m : hi); }',
-    'sech': 'static double ad_sech(double a) '
-            '{ double c = cosh(a); return c == HUGE_VAL ? 2.0 * exp(-fabs(a)) : 1.0 / c; }',
-    'csch': 'static double ad_csch(double a) { double s = sinh(a); '
-            'return fabs(s) == HUGE_VAL ? copysign(2.0 * exp(-fabs(a)), a) : 1.0 / s; }',
-    'acoth': 'static double ad_acoth(double a) '
-             '{ return copysign(0.5 * log1p(2.0 / (fabs(a) - 1.0)), a); }',
-    'asech': 'static double ad_asech(double a) { double r = sqrt((1.0 - a) * (1.0 + a)); '
-             'return fabs(a) < 0x1p-30 ? 0.6931471805599453 - log(a) '
-             ': log1p(((1.0 - a) + r) / a); }',
-    'asec': 'static double ad_asec(double a) { double m = fabs(a); '
-            'return atan2(sqrt(m - 1.0) * sqrt(m + 1.0), a > 0 ? 1.0 : (a < 0 ? -1.0 : 0.0)); }',
-    'acsc': 'static double ad_acsc(double a) { double m = fabs(a); '
-            'return atan2(a > 0 ? 1.0 : (a < 0 ? -1.0 : 0.0), sqrt(m - 1.0) * sqrt(m + 1.0)); }',
-}
-C = {**_ARITHMETIC, 'abs': _t('fabs($0)', ATOM, 0),
-     **{name: _call(name, arity) for name, arity in _functions().items() if name in _C_MATH},
-     **{name: _call('ad_' + name, PRIMITIVES[name].arity) for name in C_HELPERS},
-     'pow': _t('pow($0, $1)', ATOM, 0, 0), 'where': _t('($0 ? $1 : $2)', ATOM, 0, 0, 0),
-     'if': _t('($0 ? $1 : $2)', ATOM, 0, 0, 0), 'stop_gradient': _t('$0', ATOM, ATOM),
-     # `a && b || c` is C's own grouping, but -Wall (-Wparentheses) asks for
-     # the parentheses, and -Werror makes that an error: an || parenthesizes both sides.
-     'and': _t('$0 && $1', AND, AND, NOT), 'or': _t('$0 || $1', OR, NOT, NOT),
-     'not': _t('!$0', 3, 3)}
 
-# ---- LaTeX: \operatorname{name} for what has no sign of its own ----
+def _adgrad(row):
+    return _call(row.name, row.arity) if row.text is None else row.text
 
-LATEX = {
-    'add': _t('$0 + $1', 1, 1, 2), 'sub': _t('$0 - $1', 1, 1, 2),
-    'mul': _t('$0 $1', 2, 2, 3), 'div': _t(r'\frac{$0}{$1}', ATOM, 0, 0),
-    'neg': _t('-$0', 3, 3), 'pos': _t('+$0', 3, 3),
-    **{name: _call(rf'\operatorname{{{name}}}', arity, r'\left(', r'\right)')
-       for name, arity in _functions().items()},
-    **{op: _call('\\' + op, 1, r'\left(', r'\right)')
-       for op in ('sin', 'cos', 'tan', 'cot', 'sec', 'csc', 'sinh', 'cosh', 'tanh', 'coth',
-                  'log')},
-    **{op: _call('\\' + name, 1, r'\left(', r'\right)')
-       for op, name in (('asin', 'arcsin'), ('acos', 'arccos'), ('atan', 'arctan'))},
-    'pow': _t('{$0}^{$1}', 4, ATOM, 0), 'exp': _t('e^{$0}', 4, 0),
-    'sqrt': _t(r'\sqrt{$0}', ATOM, 0), 'cbrt': _t(r'\sqrt[3]{$0}', ATOM, 0),
-    'abs': _t(r'\left|$0\right|', ATOM, 0),
-    'log2': _t(r'\log_{2}\left($0\right)', ATOM, 0),
-    'log10': _t(r'\log_{10}\left($0\right)', ATOM, 0),
-    'sigmoid': _t(r'\sigma\left($0\right)', ATOM, 0),
-    'sign': _t(r'\operatorname{sgn}\left($0\right)', ATOM, 0),
-    'min': _t(r'\min\left($0, $1\right)', ATOM, 0, 0),
-    'max': _t(r'\max\left($0, $1\right)', ATOM, 0, 0),
-    'floor': _t(r'\left\lfloor $0 \right\rfloor', ATOM, 0),
-    'ceil': _t(r'\left\lceil $0 \right\rceil', ATOM, 0),
-    'eq': _t('$0 = $1', COMPARE, 1, 1), 'lt': _t('$0 < $1', COMPARE, 1, 1),
-    'ge': _t(r'$0 \geq $1', COMPARE, 1, 1), 'le': _t(r'$0 \leq $1', COMPARE, 1, 1),
-    'gt': _t('$0 > $1', COMPARE, 1, 1), 'ne': _t(r'$0 \neq $1', COMPARE, 1, 1),
-    'and': _t(r'$0 \land $1', AND, AND, NOT), 'or': _t(r'$0 \lor $1', OR, OR, AND),
-    'not': _t(r'\lnot $0', NOT, NOT),
-    'where': _t(r'\begin{cases} $1 & \text{if } $0 \\ $2 & \text{otherwise} \end{cases}',
-                ATOM, 0, 0, 0),
-}
-LATEX['if'] = LATEX['where']
 
-_COMPARISONS = ('eq', 'ne', 'lt', 'le', 'gt', 'ge', 'and', 'or', 'not')
-_MIRRORED = {'ge': 'le', 'lt': 'gt', 'le': 'ge', 'gt': 'lt'}
+def _c(row):
+    if row.c is None:
+        return _operator(row)
+    if isinstance(row.c, str) and row.c.startswith('static double'):
+        return _call('ad_' + row.name, row.arity)
+    return _call(row.c, row.arity) if isinstance(row.c, str) and row.c else row.c
+
+
+def _latex(row):
+    if row.latex is None:
+        if row.kind in (ARITHMETIC, COMPARISON, LOGICAL):
+            return row.text
+        return _call(rf'\operatorname{{{row.name}}}', row.arity, r'\left(', r'\right)')
+    if isinstance(row.latex, str) and row.latex:
+        return _call(row.latex, row.arity, r'\left(', r'\right)')
+    return row.latex
+
+
+ADGRAD = _table(_adgrad)
+C = _table(_c)
+C_HELPERS = {name: row.c for name, row in PRIMITIVES.items()
+             if isinstance(row.c, str) and row.c.startswith('static double')}
+LATEX = _table(_latex)
+
+# NumPy: IEEE results under np.errstate. An op takes the array form its row
+# names: NumPy's function, or arrays.py's, whose text is copied into the
+# generated module where it needs nothing but NumPy.
+
+
+def numpy_table():
+    """{op: Template} for --lang numpy, and {op: helper source} for the ops
+    whose array form (arrays.py's, needing only NumPy) is copied into the module."""
+    import dis
+    import inspect
+
+    from ..core import arrays
+    helpers = {}
+
+    def spelling(row):
+        if row.numpy is not None or row.kind == ARITHMETIC:
+            return row.numpy if row.numpy is not None else row.text
+        function = getattr(arrays, row.array, None)
+        if function is None:
+            return _call('np.' + row.array, row.arity)
+        globals_read = {i.argval for i in dis.get_instructions(function) if i.opname == 'LOAD_GLOBAL'}
+        if globals_read <= {'np'}:
+            source = inspect.getsource(function).rstrip()
+            helpers[row.name] = source.replace(f'def {row.array}(', f'def _{row.array}(', 1)
+            return _call('_' + row.array, row.arity)
+        return _call('_arrays.' + row.array, row.arity)
+    return _table(spelling), helpers
+
+
+_COMPARISONS = names_of(COMPARISON, LOGICAL)
+_BY_SYMBOL = {PRIMITIVES[name].symbol: name for name in names_of(COMPARISON)}
+# 0 >= x is printed as x <= 0: each ordering and its mirror image
+_MIRRORED = {name: _BY_SYMBOL[symbol.translate(str.maketrans('<>', '><'))]
+             for symbol, name in _BY_SYMBOL.items() if set(symbol) & set('<>')}
 
 
 def _fill(template, texts):
@@ -494,19 +409,19 @@ def _latex_binding(name):
 
 def numpy_text(derivative):
     """A Python module: f(x, y, ...) -> (value, {name: gradient}) over arrays."""
-    table = numpy_table()
+    table, helpers = numpy_table()
     _check_printable(derivative, table, 'numpy')
     printed = lay_out(derivative, table, python_number, labels=_code_labels(derivative),
                       variable=lambda n: f'{n}_' if python_safe(n) else n, reserved=python_safe)
     parameters = ', '.join(printed.variables.values())
-    used = _helpers_used(derivative, NUMPY_HELPERS)
+    used = _helpers_used(derivative, helpers)
     lines = ['import numpy as np', '']
     if any(table[n.op].text.startswith('_arrays.') for n in map(derivative.tape.nodes.__getitem__,
                                                               derivative.reachable())
            if n.op in table):
         lines[1:1] = ['', "from autodiff_cli.core import arrays as _arrays  # forms NumPy lacks"]
     for op in used:
-        lines += [NUMPY_HELPERS[op], '']
+        lines += [helpers[op], '']
     lines += ['', f'def f({parameters}):',
               '    """The value and the gradient {variable: array}, at arrays of points."""']
     for original, name in printed.variables.items():
@@ -573,5 +488,3 @@ def _helpers_used(derivative, helpers):
         ops.add('and')                                         # a product of comparisons
     return [op for op in helpers if op in ops]
 
-
-LANGUAGES = ('adgrad', 'numpy', 'c', 'latex')

@@ -12,6 +12,8 @@ float64 numbers, inf and nan included, up to the sign of a zero: x*1, x+0,
 
 import math
 
+from ..core.primitives import COMPARISON, LOGICAL, names_of
+
 
 class Ref(int):
     """A node of the tape being recorded (its id); floats are constants.
@@ -318,7 +320,7 @@ def _pow(tape, a, b):
     return None
 
 
-_LOGIC = {'eq', 'ne', 'lt', 'le', 'gt', 'ge', 'and', 'or', 'not'}
+_LOGIC = frozenset(names_of(COMPARISON, LOGICAL))     # 1.0 or 0.0
 
 
 def _ne(tape, a, b):

@@ -15,26 +15,13 @@ import re
 from typing import NamedTuple
 
 from ..core.passes import pullback, receives_gradient
+from ..core.primitives import PRIMITIVES
 
 VANISHING = 1e-4
 EXPLODING = 1e4
 
 # Ops that pass no gradient to an argument at some points, and what that means.
-GATES = {
-    'relu': 'relu passes no gradient where its input is below 0',
-    'max': 'max passes the gradient only to the larger argument',
-    'min': 'min passes the gradient only to the smaller argument',
-    'clamp': 'clamp passes no gradient where its input is outside the bounds',
-    'where': 'where passes no gradient to the branch not taken',
-    'abs': 'abs has gradient 0 at 0',
-    'sign': 'sign is a step: its derivative is 0',
-    'floor': 'floor is a step: its derivative is 0',
-    'ceil': 'ceil is a step: its derivative is 0',
-    'round': 'round is a step: its derivative is 0',
-    'eq': 'a comparison has no gradient',
-    'lt': 'a comparison has no gradient',
-    'ge': 'a comparison has no gradient',
-}
+GATES = {name: row.blocks for name, row in PRIMITIVES.items() if row.blocks}
 
 
 class Health(NamedTuple):

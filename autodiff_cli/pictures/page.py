@@ -21,6 +21,7 @@ import math
 import re
 
 from ..core.passes import backward, forward, pullback, receives_gradient
+from ..core.primitives import PRIMITIVES
 from ..errors import UsageError
 from .health import EXPLODING, VANISHING
 from .render import drawing
@@ -30,34 +31,17 @@ from .style import (BLOCKED, BLOCKED_TEXT, INK, NONFINITE, NONFINITE_FILL, SCALE
                     style)
 from .text import number
 
-# op -> JavaScript expression over a, b, c (the arguments), from the forward
-# functions in core/ieee.py. Helpers (pow, copysign, ...) are in _HELPERS.
-JS = {
-    'add': 'a + b', 'sub': 'a - b', 'mul': 'a * b', 'div': 'a / b', 'neg': '-a', 'pos': 'a',
-    'pow': 'pow(a, b)', 'sqrt': 'Math.sqrt(a)', 'exp': 'Math.exp(a)', 'log': 'Math.log(a)',
-    'log2': 'Math.log2(a)', 'log10': 'Math.log10(a)', 'log1p': 'Math.log1p(a)',
-    'expm1': 'Math.expm1(a)', 'exp2': 'pow(2, a)', 'cbrt': 'Math.cbrt(a)',
-    'sin': 'Math.sin(a)', 'cos': 'Math.cos(a)', 'tan': 'Math.tan(a)', 'asin': 'Math.asin(a)',
-    'acos': 'Math.acos(a)', 'atan': 'Math.atan(a)', 'atan2': 'Math.atan2(a, b)',
-    'sinh': 'Math.sinh(a)', 'cosh': 'Math.cosh(a)', 'tanh': 'Math.tanh(a)',
-    'asinh': 'Math.asinh(a)', 'acosh': 'Math.acosh(a)', 'atanh': 'Math.atanh(a)',
-    'cot': '1 / Math.tan(a)', 'sec': '1 / Math.cos(a)', 'csc': '1 / Math.sin(a)',
-    'acot': 'Math.atan(1 / a)', 'coth': '1 / Math.tanh(a)',
-    'abs': 'Math.abs(a)', 'sign': 'sign(a)', 'relu': '(a < 0 ? 0 : a)',
-    'sigmoid': '1 / (1 + Math.exp(-a))', 'softplus': '(a > 20 ? a : Math.log1p(Math.exp(a)))',
-    'silu': 'a / (1 + Math.exp(-a))', 'sinc': 'sinc(a)',
-    'floor': 'integral(Math.floor(a), a)', 'ceil': 'integral(Math.ceil(a), a)',
-    'round': 'integral(roundEven(a), a)',
-    'max': 'maximum(a, b)', 'min': 'minimum(a, b)', 'hypot': 'Math.hypot(a, b)',
-    'clamp': 'minimum(maximum(a, b), c)',
-    'eq': '(a === b ? 1 : 0)', 'ne': '(a === b ? 0 : 1)', 'lt': '(a < b ? 1 : 0)',
-    'le': '(a <= b ? 1 : 0)', 'gt': '(a > b ? 1 : 0)', 'ge': '(a >= b ? 1 : 0)',
-    # Python's truth: nan is true, -0.0 false.
-    'where': '(a !== 0 ? b : c)', 'if': '(a !== 0 ? b : c)',
-    'and': '(a !== 0 && b !== 0 ? 1 : 0)', 'or': '(a !== 0 || b !== 0 ? 1 : 0)',
-    'not': '(a !== 0 ? 0 : 1)', 'stop_gradient': 'a', 'custom': 'a',
-}
+def _javascript(row):
+    """A row's JavaScript expression over a, b, c; a helper is called as ad_NAME."""
+    if row.js.startswith('function '):
+        return f"ad_{row.name}({', '.join('abc'[:row.arity])})"
+    return row.js
 
+
+# op -> JavaScript expression over a, b, c, from the table's rows. The
+# page's own helpers (pow, copysign, ...), C's conventions where Math's
+# differ, are in _HELPERS, after the rows' helpers.
+JS = {name: _javascript(row) for name, row in PRIMITIVES.items() if row.js}
 _HELPERS = """
   function pow(a, b) {   // C's pow: pow(1, nan) = 1, pow(-1, +-inf) = 1
     if (a === 1 || b === 0) return 1;
@@ -79,14 +63,8 @@ _HELPERS = """
     var p = Math.PI * a;
     return Math.sin(p) / p;
   }
-"""
-
-_NUMBER = re.compile(r'[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?')
-
-
-def _float(text):
-    return {'inf': math.inf, '-inf': -math.inf, 'nan': math.nan}.get(text, None)
-
+""" + ''.join(f'  {row.js}\n' for row in PRIMITIVES.values()
+              if row.js and row.js.startswith('function '))
 
 def _constant(value):
     """A tape constant as JSON data: a number, or the word for inf and nan."""
