@@ -123,7 +123,7 @@ def tanh(x):
     """C's tanh, element by element: np.tanh is an ulp away from it at about
     one point in three, and near saturation tanh' = (1 - y)(1 + y) turns that
     ulp into a relative difference of 1e-7, so a batch row would not equal its
-    single point. A Python step per element (~0.1 µs), as for erf."""
+    single point. A Python step per element, as for erf."""
     return np.asarray(_tanh(x), dtype=np.float64)
 
 

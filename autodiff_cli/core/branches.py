@@ -82,13 +82,11 @@ def executed(graph, values):
 class LiveRows:
     """Over arrays: each row's gradient stays within the branches that row took.
 
-    live[i] says in which rows a gradient has reached node i (True: all,
-    False: none, else a boolean array). grads[i] is exact in those rows and
-    anything elsewhere (0 * nan is nan in an untaken branch), so rows are
-    left out where gradients from different rows meet, never multiplied away.
-    A row left out adds -0.0, which changes nothing, so each row sums what
-    its single point sums, in the same order; nodes reached in the same rows
-    from everywhere pay no mask.
+    live[i]: the rows a gradient has reached node i in (True: all, False:
+    none, else a boolean array). grads[i] is exact there and anything
+    elsewhere (0 * nan in an untaken branch), so other rows are left out
+    where gradients meet, adding -0.0, never multiplied away: each row sums
+    what its single point sums, in the same order.
     """
 
     def __init__(self, graph, values, grads, algebra):

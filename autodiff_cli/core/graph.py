@@ -43,8 +43,8 @@ def _fold(text):
     return folded
 
 
-# (collections.namedtuple rather than typing.NamedTuple: importing typing
-# costs start-up time, paid on every command.)
+# (collections.namedtuple, not typing.NamedTuple as in printers.py and
+# check.py: those are off the path of `eval`, which never imports typing.)
 
 # op:    'input', 'const', or a primitive's name
 # args:  ids of the input nodes, in argument order

@@ -179,12 +179,11 @@ def frame_name(k, count, fmt='svg'):
 def index_html(title, files, captions, focus=None, baked=False, forward=False):
     """A page that steps through the frames with buttons and the arrow keys.
 
-    Every frame is an <img> on the page, shown one at a time, so the page
-    works from file:// (no fetch, no server) and lists every file it uses.
-    `focus` gives, per frame, where its highlighted node is as fractions of
-    the picture's width and height: the page scrolls there when the frame is
-    larger than the window. `baked`: the frames carry their captions (PNG and
-    PDF, for slides), so the page's own caption is for screen readers only.
+    Every frame is an <img>, shown one at a time, so the page works from
+    file:// and lists every file it uses. `focus`: per frame, where its
+    highlighted node is (fractions of width and height), scrolled to when the
+    frame is larger than the window. `baked`: the frames carry their captions
+    (PNG, PDF), so the page's own caption is for screen readers only.
     """
     esc = html.escape
     images = '\n'.join(
