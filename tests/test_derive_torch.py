@@ -9,6 +9,7 @@ import random
 import pytest
 
 from autodiff_cli import forward, lower
+from autodiff_cli.core.primitives import PRIMITIVES
 from autodiff_cli.derive.forward import gradient as forward_gradient
 from autodiff_cli.derive.hessian import hessian
 from autodiff_cli.derive.record import nth_derivative
@@ -102,7 +103,8 @@ def test_forward_mode_follows_forward_ad_on_every_primitive_at_edge_points():
                 if not same(ours[name], want):
                     failures.append((op, point, name, ours[name], want))
     assert not failures, failures[:10]
-    assert differing <= {'atan2', 'min', 'max', 'clamp'}, differing
+    # A row carries a jvp of its own only where torch's two formulas differ.
+    assert {op for op in CASES if PRIMITIVES[op].jvp} <= differing, differing
 
 
 def torch_hessian(graph, point, names):
