@@ -121,9 +121,7 @@ def build(grammar):
         'rules': [{'origin': rule.origin.name,
                    'size': len(rule.expansion),
                    'callback': rule.alias or rule.origin.name,
-                   'inline_single': bool(rule.options.expand1 and not rule.alias),
-                   'splice': [i for i, s in enumerate(rule.expansion)
-                              if not s.is_term and s.name.startswith('_')]}
+                   'inline_single': bool(rule.options.expand1 and not rule.alias)}
                   for rule in rules],
         'states': [{symbol: action(*act) for symbol, act in sorted(table.states[state].items())}
                    for state in order],
