@@ -568,7 +568,10 @@ def report(figures, command, started, load, reference, quick, adgrad):
     v = versions()
     lines = ['# Benchmarks', '',
              'Written by the benchmark harness; do not edit by hand. Rerun with the command '
-             'below (see "Benchmarks" in the README).', '']
+             'below (see "Benchmarks" in docs/development.md).', '',
+             'The rule since issue 26: no figure may get more than 10% worse than at 135ea79, '
+             'measured side by side with `python benchmarks/run.py --against 135ea79`; the '
+             'targets below are the figures\' own.', '']
     if quick:
         lines += ['**Quick mode: tiny sizes that only show the harness runs. These are not the '
                   'figures of the targets.**', '']
