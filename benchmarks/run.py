@@ -187,10 +187,8 @@ class Bench:
         # The floor for any command line that parses its arguments with
         # argparse: import it, build one parser, parse (gettext imports locale).
         floor = [sys.executable, '-c', 'import argparse; argparse.ArgumentParser().parse_args([])']
-        # And the floor for adgrad itself: the library alone, no command line
-        # at all, the same expression lowered, evaluated and printed, then
-        # the exit without teardown that the command makes. (Run elsewhere than
-        # here, where `-c` would import the source tree, not the installation.)
+        # And adgrad's own floor: the library alone lowers, evaluates and prints the
+        # same, run elsewhere, as `-c` here would import the tree, not the install.
         library = [sys.executable, '-c',
                    'import os; from autodiff_cli import forward, lower; g = lower("x*y*z"); '
                    'print(forward(g, dict(x=2.0, y=3.0, z=4.0))[g.output], flush=True); '
@@ -217,7 +215,7 @@ class Bench:
         measured = (f'{ratio:.1f}× median, {best:.1f}× best '
                     f'({seconds(median(b))} ÷ {seconds(median(a))})')
         values = {'÷ python -c pass, median': ratio}
-        # Issue 13's 2.0× is retired (issue 26): the console-script wrapper and
+        # Issue 13's target is retired (issue 26): the console-script wrapper and
         # argparse alone sit above it here (see the floor in `how`).
         return [Figure(name, measured, '≤ 5×', verdict(ratio <= 5), how, values),
                 Figure(name + ' (issue 13)', measured, 'reported', 'reported', how, values)]
@@ -233,9 +231,8 @@ class Bench:
         rows = []
 
         def row(pattern, name, measured, target, ok, judged, detail=None):
-            # Each figure quotes its own line of the script's output, and the
-            # lines of detail that lead to it (those containing `detail`).
-            # `judged` names the numbers of the line that the target judges.
+            # A figure quotes its line of the output and the detail lines before
+            # it (those holding `detail`); `judged` names the numbers its target judges.
             for line in lines:
                 found = re.search(pattern, line)
                 if found:
