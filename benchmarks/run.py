@@ -635,7 +635,10 @@ def against_sizes(sizes):
 def against(rev, only, quick, rounds, log):
     """{figure: {quantity: {side label: [one value a round]}}}, and the two
     Sides, from measuring `rev` and the working tree in alternating turns."""
-    commit = git('rev-parse', '--verify', '--quiet', f'{rev}^{{commit}}')
+    try:
+        commit = git('rev-parse', '--verify', '--quiet', f'{rev}^{{commit}}')
+    except subprocess.CalledProcessError:
+        raise ValueError(f'{rev!r} names no commit of {ROOT}') from None
     sizes = against_sizes(QUICK if quick else FULL)
     base = os.environ.get('PYTHONPATH')
     here = os.getcwd()
@@ -669,7 +672,9 @@ def against(rev, only, quick, rounds, log):
                             previous = row.values
                             log(f'  {row.measured}')
                             entry = table.setdefault(row.name, {})
-                            for quantity, value in (row.values or {'': None}).items():
+                            # A row with no numbers (skipped, failed) shows what it says.
+                            said = {f'{side.label}: {row.measured}'[:300]: None}
+                            for quantity, value in (row.values or said).items():
                                 entry.setdefault(quantity, {'old': [], 'new': []})[
                                     side.label].append(value)
         finally:
@@ -736,6 +741,8 @@ def main(argv=None):
     parser.add_argument('--only', default=','.join(FIGURES),
                         help=f'comma-separated figures to run, of {",".join(FIGURES)}')
     args = parser.parse_args(argv)
+    if args.rounds is not None and args.rounds < 1:
+        parser.error('--rounds must be at least 1')
     only = [name.strip() for name in args.only.split(',') if name.strip()]
     unknown = set(only) - set(FIGURES)
     if unknown:
@@ -750,6 +757,8 @@ def main(argv=None):
         rounds = args.rounds or (1 if args.quick else 3)
         try:
             table, sides = against(args.against, only, args.quick, rounds, log)
+        except ValueError as error:
+            parser.error(str(error))
         except subprocess.CalledProcessError as error:
             parser.error(f'{shell(error.cmd)} failed: {error.stderr.strip()}')
         text = against_report(table, sides, command, rounds)
