@@ -19,6 +19,7 @@ alternating rounds, and reported as ratios:
 
 import filecmp
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -214,7 +215,8 @@ class Batches:
             f'{"byte-identical" if same else "DIFFER"}. Stdout is a file, so the rows are '
             'read twice (a checking pass, then the written one; the first keeps up to 32 MiB '
             'of parsed columns for the second). On a loaded machine wall time is mostly '
-            'waiting for a core: CPU time is the steadier figure.', {'s, best': t, 'MB': peak['ours']})
+            'waiting for a core: CPU time is the steadier figure.',
+            {'s, best': t, 'MB': peak['ours']})
 
     def formats(self, target=1.5):
         rows = self.size['rows']
@@ -277,6 +279,8 @@ class Batches:
             spread, alone = [], []
             for k in range(self.size['rounds']):
                 out = self.dir / f'dask-out-{k}'
+                # -o refuses a folder that exists, and --against runs this again
+                shutil.rmtree(out, ignore_errors=True)
                 command = self.bench.adgrad + [
                     'grad', '-f', str(LOGISTIC), '--points', str(folder), '--engine', 'dask',
                     '--scheduler', scheduler, '-o', str(out)]
