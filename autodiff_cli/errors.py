@@ -34,7 +34,7 @@ class UsageError(AdgradError):
 
 def did_you_mean(name, candidates):
     """'; did you mean 'sin'?' for the closest candidate, or ''."""
-    import difflib  # ~8 ms to import; only an error message needs it
+    import difflib  # slow to import, and only an error message needs it
     close = difflib.get_close_matches(name, sorted(candidates), n=1)
     return f"; did you mean '{close[0]}'?" if close else ''
 

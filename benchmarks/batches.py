@@ -11,6 +11,7 @@ alternating rounds, and reported as ratios:
   same adgrad with pyarrow made unimportable), 10^6 and 10^7 rows, and 10^6
   rows of another shape: 22 columns, the first a quoted label holding a
   comma and a doubled quote (issue 13 is checked with such files);
+- JSON Lines and JSON output against CSV output of the same 10^6 rows;
 - 10^8 rows generated on the fly into a pipe (`adgrad grad --points -`);
 - --engine dask on a 2-worker local cluster over 10 Parquet files against
   the single-process stream of the same rows in one Parquet file.
@@ -18,6 +19,7 @@ alternating rounds, and reported as ratios:
 
 import filecmp
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -135,6 +137,8 @@ class Batches:
         self.run_child, self.seconds, self.verdict = run_child, seconds, verdict
         quick = bench.sizes['batch_rows'] < 1_000_000
         self.size = {k: v[1] if quick else v[0] for k, v in SIZES.items()}
+        if 'batch_rounds' in bench.sizes:  # --against repeats the whole figure instead
+            self.size['rounds'] = bench.sizes['batch_rounds']
         self.dir = bench.dir
 
     def log(self, message):
@@ -170,7 +174,7 @@ class Batches:
             f'against `python benchmarks/child.py numpy-logistic {rows} {reps}`, alternating '
             'rounds: every input\'s gradient at every point, arrays in memory; best and '
             f'median of {len(ours_s)} repetitions each; sums of the gradients '
-            f'{"agree" if agree else "DIFFER"}.')
+            f'{"agree" if agree else "DIFFER"}.', {'÷ NumPy, best': a / b})
 
     def csv(self, rows, target_s, target_mb=None, rounds=None, wide=False):
         path = self.csv_file(rows, wide)
@@ -211,7 +215,35 @@ class Batches:
             f'{"byte-identical" if same else "DIFFER"}. Stdout is a file, so the rows are '
             'read twice (a checking pass, then the written one; the first keeps up to 32 MiB '
             'of parsed columns for the second). On a loaded machine wall time is mostly '
-            'waiting for a core: CPU time is the steadier figure.')
+            'waiting for a core: CPU time is the steadier figure.',
+            {'s, best': t, 'MB': peak['ours']})
+
+    def formats(self, target=1.5):
+        rows = self.size['rows']
+        path = self.csv_file(rows)
+        command = self.bench.adgrad + ['grad', '-f', str(LOGISTIC), '--points', str(path),
+                                       '--format']
+        wall = {'csv': [], 'jsonl': [], 'json': []}
+        for _ in range(self.size['rounds']):
+            for fmt, times in wall.items():
+                times.append(run_timed(command + [fmt], self.dir / f'formats-out.{fmt}')[0])
+        lines = {fmt: _count_lines(self.dir / f'formats-out.{fmt}') for fmt in wall}
+        # a header line in CSV, brackets on lines of their own in JSON
+        whole = lines == {'csv': rows + 1, 'jsonl': rows, 'json': rows + 2}
+        best = {fmt: min(times) for fmt, times in wall.items()}
+        jsonl, json = best['jsonl'] / best['csv'], best['json'] / best['csv']
+        return self.Figure(
+            f'batch: JSON Lines and JSON output ÷ CSV output, {rows:,} rows, whole process',
+            f'JSON Lines {jsonl:.2f}×, JSON {json:.2f}× ({self.seconds(best["jsonl"])} and '
+            f'{self.seconds(best["json"])} ÷ {self.seconds(best["csv"])})',
+            f'≤ {target}× each', self.verdict(jsonl <= target and json <= target),
+            f'`adgrad grad -f samples/logistic.ad --points {path.name} --format FMT > out` '
+            f'(`python benchmarks/batches.py generate {rows} > {path.name}`) for FMT csv, jsonl '
+            'and json, in turn within each round; best wall time of '
+            + '; '.join(f'{fmt} {", ".join(f"{x:.2f}" for x in times)} s'
+                        for fmt, times in wall.items())
+            + f'; line counts {"as expected" if whole else f"WRONG: {lines}"}.',
+            {'JSON Lines ÷ CSV': jsonl, 'JSON ÷ CSV': json})
 
     def pipe(self):
         rows = self.size['pipe']
@@ -225,7 +257,8 @@ class Batches:
             f'`python benchmarks/batches.py generate {rows} | adgrad grad -f '
             'samples/logistic.ad --points - > /dev/null`, once; peak is adgrad\'s maximum '
             'resident set. Standard input cannot be read twice, so adgrad copies it to a '
-            'temporary file during its checking pass (disk: about 45 bytes a row).')
+            'temporary file during its checking pass (disk: about 45 bytes a row).',
+            {'s': t, 'MB': peak})
 
     def dask(self):
         rows = self.size['dask']
@@ -246,6 +279,8 @@ class Batches:
             spread, alone = [], []
             for k in range(self.size['rounds']):
                 out = self.dir / f'dask-out-{k}'
+                # -o refuses a folder that exists, and --against runs this again
+                shutil.rmtree(out, ignore_errors=True)
                 command = self.bench.adgrad + [
                     'grad', '-f', str(LOGISTIC), '--points', str(folder), '--engine', 'dask',
                     '--scheduler', scheduler, '-o', str(out)]
@@ -265,7 +300,13 @@ class Batches:
             '`adgrad grad -f samples/logistic.ad --points all.parquet -o out.parquet` on the '
             f'same rows in one file; alternating, medians of '
             f'{", ".join(f"{x:.2f}" for x in spread)} s and '
-            f'{", ".join(f"{x:.2f}" for x in alone)} s.')
+            f'{", ".join(f"{x:.2f}" for x in alone)} s.', {'÷ single process': a / b})
+
+
+def _count_lines(path):
+    # a block at a time: the harness stays small (see parquet_files)
+    with open(path, 'rb') as f:
+        return sum(block.count(b'\n') for block in iter(lambda: f.read(1 << 20), b''))
 
 
 def _local_cluster(workers):
@@ -297,7 +338,7 @@ def figures(bench, figure, run_process, run_child, seconds, verdict):
     b = Batches(bench, figure, run_process, run_child, seconds, verdict)
     rows = []
     for make in (b.core, lambda: b.csv(b.size['rows'], 1.0),
-                 lambda: b.csv(b.size['rows'], 1.0, wide=True),
+                 lambda: b.csv(b.size['rows'], 1.0, wide=True), b.formats,
                  lambda: b.csv(b.size['big'], 10.0, 300, rounds=1)):
         try:
             rows.append(make())

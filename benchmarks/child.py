@@ -19,9 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 def phases(path, reps):
     """Steady state, as the CLI runs: the cycle collector paused throughout
-    (resumed, it re-scans the fresh tape on the first forward: 26-30 ms per
-    10^5 nodes that the CLI never pays), and a collection between repetitions,
-    outside the timing."""
+    (resumed, it would re-scan the fresh tape on the first forward, which the
+    CLI never pays), and a collection between repetitions, outside the timing."""
     import gc
 
     from autodiff_cli import backward, forward, lower

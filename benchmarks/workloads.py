@@ -52,11 +52,8 @@ def semicolons(count):
     return f'{_inputs(["x"])}\nx = x + 1' + ';' * count + '\nx\n'
 
 
-# Four statement shapes in turn, each with its tokens and operations. Each reads the
-# statement before it and one input, so every value stays within
-# [-2, 2] and the gradient at the inputs stays an ordinary number at any
-# length (at nodes far back from the output it decays to 0, as along any
-# long chain that contracts).
+# Four statement shapes in turn, (text, tokens, operations), each reading the one before
+# and an input: values stay in [-2, 2], so the gradient stays finite at any length.
 _STATEMENTS = (('v{i} = tanh(v{a} + x0)', 8, 2), ('v{i} = v{a} * 0.5 - x1 / 4', 9, 3),
                ('v{i} = cos(v{a}) + x2 * 0.25', 10, 3), ('v{i} = sin(v{a}) * x3 + 0.5', 10, 3))
 

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -27,13 +29,55 @@ def test_quick_run_writes_a_well_formed_report(tmp_path):
     for row in figures:
         cells = re.split(r'(?<!\\)\|', row)[1:-1]
         assert len(cells) == 4, row
-        assert cells[3].strip() in ('pass', 'miss', 'n/a'), row
+        assert cells[3].strip() in ('pass', 'miss', 'n/a', 'reported'), row
     names = ' '.join(figures)
     for figure in ('start-up', 'sum of products', 'nesting of unary functions',
                    'chain of a block', 'PyTorch', 'linearity', 'cheap gradient',
-                   'logistic.ad', 'CSV in to CSV out', 'memory', 'short statements',
+                   'logistic.ad', 'CSV in to CSV out', 'JSON Lines and JSON output', 'memory',
+                   'short statements',
                    'chains of a block that calls a block'):
         assert figure in names, figure
+
+
+def test_against_runs_both_trees_side_by_side_and_prints_the_ratios():
+    """--against HEAD: the old side from a worktree of its own, removed after;
+    every quantity measured on both sides, and each ratio is new ÷ old."""
+    if not (ROOT / '.git').exists():
+        pytest.skip('not a git checkout: --against needs one')
+    figures = 'startup,parse,batch'   # one of each kind: whole process, child.py, batches.py
+    run = subprocess.run([sys.executable, str(ROOT / 'benchmarks' / 'run.py'), '--against', 'HEAD',
+                          '--quick', '--only', figures], capture_output=True, text=True,
+                         timeout=600, cwd=ROOT)  # where -m would import this tree
+    assert run.returncode == 0, run.stderr
+    text = run.stdout
+    git = ['git', '-C', str(ROOT)]
+    head = subprocess.run(git + ['rev-parse', 'HEAD'], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    old = re.search(r'^- old: HEAD \(([0-9a-f]+)\), imported from (.+)/autodiff_cli \(', text, re.M)
+    assert old and head.startswith(old.group(1)), text
+    tree = Path(old.group(2))
+    assert tree.resolve() != ROOT.resolve() and not tree.exists()
+    listed = subprocess.run(git + ['worktree', 'list', '--porcelain'], capture_output=True,
+                            text=True, check=True).stdout
+    assert str(tree) not in listed
+    new = re.search(r'^- new: .*, imported from (.+)$', text, re.M)
+    assert new and Path(new.group(1)) == (ROOT / 'autodiff_cli').resolve()
+
+    lines = text.splitlines()
+    start = lines.index('| figure | quantity | old | new | new ÷ old | within 1.10 |')
+    rows = [re.split(r'(?<!\\)\|', line)[1:-1] for line in lines[start + 2:]
+            if line.startswith('| ')]
+    names = ' '.join(row[0] for row in rows)
+    for figure in ('start-up', 'parse + lower per token', 'CSV in to CSV out',
+                   'JSON Lines and JSON output', 'hand-written NumPy'):
+        assert figure in names, figure
+    for name, quantity, a, b, ratio, within in (map(str.strip, row) for row in rows):
+        assert quantity and ratio != 'n/a', (name, a, b)   # both sides measured it
+        a, b, ratio = float(a), float(b), float(ratio)
+        assert abs(ratio - b / a) <= 2e-4 * max(1.0, ratio), (name, quantity, a, b, ratio)
+        assert within == ('yes' if ratio <= 1.10 else 'NO'), (name, quantity, ratio, within)
+    held = sum(row[5].strip() == 'yes' for row in rows)
+    assert f'{held} of {len(rows)} compared quantities within 1.10' in text
 
 
 def test_each_workload_has_the_size_its_rows_say():

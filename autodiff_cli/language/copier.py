@@ -2,12 +2,13 @@
 
 Every call of a block copies the block's body (lower.Template) onto the
 tape. The general copy (Lowering.copy) zips the body's columns in C, but it
-makes about ten iterator objects per call and steps each of them per node:
-1.4 µs for a body of 5 nodes. A function written for the body, one tuple
-display of its nodes with the arguments and the offsets from `base` in
-place, makes the same nodes in a third of the time. Writing and compiling
-one costs about 15 µs per node, as much as ~100 copies save, so a body gets
-its own function on its WARM-th copy, and only a body of at most LARGEST nodes.
+makes about ten iterator objects per call and steps each of them per node,
+which is most of the cost for a small body. A function written for the
+body, one tuple display of its nodes with the arguments and the offsets
+from `base` in place, makes the same nodes in a third of the time. Writing
+and compiling one costs as much as about a hundred copies save, so a body
+gets its own function on its WARM-th copy, and only a body of at most
+LARGEST nodes (see BENCHMARKS.md for what blocks cost).
 
 The source holds no text of the program: only names made here, integers
 (offsets, and ids of the tape's own nodes) and None. Every other object a
@@ -24,15 +25,13 @@ _new_node = tuple.__new__
 
 
 def copier(slots, tape_ids, args, ops, names, values, spans, owners, outputs, calls):
-    """copy(target, arguments, base, calls) -> the ids of the outputs.
+    """A function copy(target, arguments, base, calls) -> the ids of the outputs.
 
-    It appends the body's nodes to `target`, where they take the ids
-    base, base + 1, ...; `arguments` are the ids of the `slots` parameters
-    and `calls` the blocks the nodes say they come from (node k's is
-    calls[owners[k]], and there are `calls` of them). A node's args are
-    indices into the copy's table of ids: the parameters, then the new
-    nodes, then `tape_ids`. `outputs` are the template's own ids: ~j for
-    the table's j-th, a tape id as it is.
+    copy appends the body's nodes to `target` as ids base, base + 1, ...;
+    `arguments` are the ids of the `slots` parameters, and node k comes from
+    the block calls[owners[k]] (of `calls` blocks). A node's args index the
+    copy's table of ids: the parameters, the new nodes, then `tape_ids`.
+    `outputs` are the template's ids: ~j for the table's j-th, else a tape id.
     """
     count = len(ops)
     objects = {}   # id -> (parameter name, object), for the factory's arguments

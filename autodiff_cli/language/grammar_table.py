@@ -15,8 +15,9 @@ the grammar, regenerate it with:
 
 That also writes shipped_table.py: the same table as Python literals, with
 the checksum of the JSON text it copies. An installed package loads it from
-compiled bytecode without importing json (~1 ms of every command's
-start-up); parse.py takes it only while that checksum matches the JSON file.
+compiled bytecode without importing json, which every command's start-up
+would pay for; parse.py takes it only while that checksum matches the JSON
+file.
 """
 
 import json
@@ -75,10 +76,8 @@ def build(grammar):
             # which returns groups instead of pieces where there are any.
             raise ValueError(f'the terminal {t.name} has a capturing group; write (?:...)')
     strings = {t.name: t.pattern.value for t in terminals if t.pattern.type == 'str'}
-    # A string that a regular terminal also matches (the keyword `input` is a
-    # NAME too) is lexed as the regular terminal, and parse.py makes it the
-    # keyword where the parser takes the keyword or no name, as Lark's
-    # contextual lexer does.
+    # A keyword a regular terminal also matches (`input` is a NAME) is lexed as
+    # that terminal; parse.py makes it the keyword where the parser takes it.
     keywords = {}
     for regular in terminals:
         for keyword in terminals:
@@ -91,9 +90,8 @@ def build(grammar):
     embedded = {name for words in keywords.values() for name in words.values()}
     lexer = [[t.name, t.pattern.to_regexp()] for t in terminals if t.name not in embedded]
 
-    # Lark numbers states in an order that varies from run to run (it follows
-    # set iteration); number them breadth-first instead, so that the same
-    # grammar always gives the same bytes.
+    # Lark's state numbers follow set iteration, varying from run to run;
+    # breadth-first numbers make the same grammar give the same bytes.
     start = table.start_states['program']
     order, seen = [start], {start}
     for state in order:
@@ -121,9 +119,7 @@ def build(grammar):
         'rules': [{'origin': rule.origin.name,
                    'size': len(rule.expansion),
                    'callback': rule.alias or rule.origin.name,
-                   'inline_single': bool(rule.options.expand1 and not rule.alias),
-                   'splice': [i for i, s in enumerate(rule.expansion)
-                              if not s.is_term and s.name.startswith('_')]}
+                   'inline_single': bool(rule.options.expand1 and not rule.alias)}
                   for rule in rules],
         'states': [{symbol: action(*act) for symbol, act in sorted(table.states[state].items())}
                    for state in order],

@@ -28,19 +28,14 @@ from ..errors import AdgradError, did_you_mean
 from .copier import LARGEST, WARM, copier
 from .parse import parse
 
-# About 2 s and 400 MB of lowering: past any program of 10^6 tokens. A block
-# that calls a block twice doubles, so sizes are checked before copying. The
-# blocks' stored bodies count too: the tape and they together hold at most this.
+# Well past any program of 10^6 tokens: the tape and the blocks' stored bodies
+# together, checked before copying, as a block that calls a block twice doubles.
 MAX_NODES = 2_000_000
-# A block's body, its calls inlined, is at most this: a block that calls a
-# block twice doubles, and twenty such lines (468 bytes) would otherwise copy
-# two million nodes into templates before the tape's limit said no.
+# A block's body, its calls inlined: twenty short lines that each call the one
+# before twice would otherwise copy two million nodes before the tape's limit.
 MAX_BODY = 250_000
-# All blocks' bodies together, as stored (each with its calls inlined). A chain
-# `fN(a) = fN-1(a) + 1` stores N^2/2 nodes while its graph has 2N: each body
-# holds a copy of the last. A stored node costs ~400 bytes with its copy plan
-# and ~1.5 us to make: a program refused here has spent ~1 s and ~210 MB (the
-# whole process, measured on a 4,000-line chain that would otherwise take 4 GB).
+# All blocks' bodies as stored, calls inlined: a chain `fN(a) = fN-1(a) + 1`
+# stores N^2/2 nodes for a graph of 2N, and is refused long before memory runs out.
 MAX_STORED = 500_000
 
 KEYWORDS = frozenset({'if', 'and', 'or', 'not', 'input', 'grad'})
@@ -81,7 +76,7 @@ class Template:
     `instances`, the calls made in the body. `outputs` holds the local ids of the body's value (or
     of each partial, for a grad declaration), and `grad` the block's
     declared derivative, another Template. (A plain class: dataclasses
-    imports inspect, 10 ms of every command's start-up.)"""
+    imports inspect, which every command's start-up would pay for.)"""
 
     __slots__ = ('name', 'params', 'nodes', 'branches', 'instances', 'outputs', 'grad', '_plan',
                  'copies', 'fast', 'size')
@@ -539,10 +534,8 @@ class Lowering:
         if block is not None and block.fast is not None and block.grad is None \
                 and self.body is None and len(arguments) == len(block.params) \
                 and len(self.nodes) + block.size <= self.limit:
-            # A call on the tape of a block whose body has its own copy
-            # function, the hot path of a program of blocks: instantiate(),
-            # inlined, as this runs once per call in the text.
-            # (It was called before: copies made the general way warmed it.)
+            # instantiate() inlined for a block with its own copy function (so
+            # called before): the hot path, once per call in the text.
             count = self.instances[name] = self.instances.get(name, 0) + 1
             path = f'{name}#{count}'
             calls = [*self.nested_calls(block, path, False), path] if block.instances else (path,)
@@ -553,9 +546,8 @@ class Lowering:
             return
         row = FUNCTIONS.get(name)
         if row is not None and len(arguments) == row.arity and block is None:
-            # A built-in function with its plain arity (every other case,
-            # n-ary min, log(x, b), a wrong count, goes through function()):
-            # emit() inlined, as this runs once per call in the text.
+            # emit() inlined for a built-in at its plain arity, once per call in
+            # the text; n-ary min, log(x, b) and wrong counts go through function().
             target = self.target
             node_id = len(target)
             if node_id >= self.limit:
@@ -657,12 +649,10 @@ class Lowering:
         """Append a template's nodes with its parameters bound to `args`, and
         the calls inside it below `call`; the new ids of its outputs.
 
-        A call is the hot path of a program of blocks, so the copy runs in C:
-        the new nodes' ids are known before they are made (the next places
-        on the target), so every argument is gathered from one table at
-        once, and the nodes are zipped from the template's columns. A body
-        copied onto the tape often enough gets a function of its own for
-        this, faster still (see copier.py)."""
+        The hot path of a program of blocks, so the copy runs in C: the new
+        ids are the target's next places, so every argument is gathered from
+        one table at once and the nodes are zipped from the template's
+        columns. A body copied often gets a function of its own (copier.py)."""
         into_body = self.body is not None
         target = self.target
         slots = len(template.params)

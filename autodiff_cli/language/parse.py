@@ -7,8 +7,8 @@ loop. At each reduction it calls the method of the same name on a builder
 replaces the rule's children on top of the stack with the rule's value,
 and emits the graph's nodes there and then: there is no
 syntax tree, and nothing recurses with the depth of the input. It does not
-import Lark, which with building Lark's parser took most of a short run's
-time, while Lark's general driver spent ~10 µs per token.
+import Lark: importing it and building its parser took most of a short
+run's time, and its general driver is many times slower per token.
 
 Tokens reach the builder as plain tuples (KIND, start, end, text): building
 one is several times cheaper than any object, and a parse makes one per
@@ -81,10 +81,8 @@ def load_table():
 # Kinds the lexer gives pieces of text that are not terminals the table knows.
 IGNORED = '<ignored>'        # white space, comments, a new line inside parentheses
 UNEXPECTED = '<unexpected>'  # a character that starts no terminal
-# The lexer reads the text a chunk at a time, so that its lists stay small;
-# a piece that ends within _MARGIN characters of a chunk's cut is read again
-# with the next chunk, as its terminal may look past its own end (a NUMBER
-# reads on to an exponent: `1e` then `+5`).
+# The lexer reads a chunk at a time, so its lists stay small; a piece ending
+# within _MARGIN of a cut is read again, as it may go on (`1e` then `+5`).
 _CHUNK = 1 << 16
 _DEPTH = {'LPAR': 1, 'RPAR': -1}   # of parentheses: a new line inside them is white space
 _MARGIN = 64
@@ -98,13 +96,9 @@ class _Parser:
         self.start, self.end = table['start'], table['end']
         self.strings = table['strings']
         self.keywords = table['keywords']
-        # The lexer splits the text with one regular expression into pieces,
-        # each a terminal (ignored ones first, then in the table's order, the
-        # first that matches winning) or else any one character; this runs in
-        # C, with no Python step per token. Which terminal a piece is follows
-        # from its text alone (the first terminal that matches all of it:
-        # any earlier one would have matched there first), looked up in a
-        # dictionary of the texts seen so far.
+        # One regular expression cuts the text into terminals (ignored ones,
+        # then the table's order) or single characters, in C. A piece's kind
+        # follows from its text alone, so a dictionary of texts seen says it.
         ignore = list(table['ignore'])
         patterns = dict(table['terminals'])
         order = ignore + [name for name, _ in table['terminals'] if name not in ignore]
@@ -120,12 +114,9 @@ class _Parser:
         words = [word for regular in self.keywords.values() for word in regular]
         self.literal = {text: self.classify(text) for text in [*self.strings.values(), *words]}
         self.keep = {IGNORED: False}
-        # Per rule: (origin, size, whether it builds, callback name). Only a
-        # rule that builds calls the builder. A `?rule` with one child passes
-        # it on; `_rules`, anonymous lists and the program itself are only
-        # structure (their statements were lowered as they were read), so
-        # their values are dropped rather than gathered, and a million
-        # statements cost a million steps, not a million copies.
+        # Per rule: (origin, size, whether it builds, callback); only a rule that
+        # builds calls the builder. A one-child `?rule` passes its child on; the
+        # values of `_rules`, lists and the program are dropped, never copied.
         self.rules = []
         for rule in table['rules']:
             origin, size = rule['origin'], rule['size']
@@ -189,12 +180,10 @@ class _Parser:
         """Where a reduction by `rule` over state `below` leads with `kind` next:
         (state, its actions, the action on `kind` there, or _STUCK).
 
-        The state is the one after the reduction, and after every one-child
-        `?rule` or structural reduction that `kind` then causes in a row: an
-        operand climbing the precedence ladder reduces once per rung, and a
-        statement or a separator becomes a list of them, each replacing only
-        the top state and leaving the value as it is, so the driver jumps to
-        where the climb ends. Remembered per rule, state below and lookahead."""
+        That is after every one-child `?rule` or structural reduction that
+        `kind` then causes in a row (an operand climbing the precedence
+        ladder, a statement joining its list): each replaces only the top
+        state, so the driver jumps to where the climb ends. Memoised."""
         origin = self.rules[rule][0]
         top = self.states[below][origin]
         while True:
@@ -214,10 +203,8 @@ class _Parser:
         """The terminals a syntax error names, as Lark's parser names them."""
         expected = {s for s in actions if s.isupper()}
         if not reduced and kind != '_NEWLINE':
-            # The token did not fit the state it was lexed in (a new line
-            # always does), and Lark's contextual lexer reports that state's
-            # own terminals: no end of input, and no keyword that its
-            # regular terminal takes in.
+            # The token did not fit its state, and Lark's contextual lexer names
+            # that state's terminals: no end of input, no keyword of a regular one.
             expected.discard('$END')
             for regular, words in self.keywords.items():
                 if regular in expected:
@@ -242,13 +229,11 @@ class _Parser:
     def parse(self, text, builder):
         """Drive `builder` through the whole text.
 
-        One loop shifts and reduces: it is the hot path for machine-made
-        programs of 10^6 tokens, so it keeps everything in locals and takes
-        the fewest steps it can per token: a shift is one lookup and three
-        stores; a reduction reads its rule, the state it climbs to (see
-        climb), calls its reducer and cuts the state stack in one slice.
-        A lookup that fails (KeyError, or _STUCK after a reduction) is the
-        rare case: a keyword, the end, or a syntax error, sorted out in stuck().
+        One loop shifts and reduces, the hot path for programs of 10^6
+        tokens, all in locals: a shift is one lookup and three stores; a
+        reduction reads its rule and climb, calls its reducer and cuts the
+        stack in one slice. A failed lookup (KeyError, or _STUCK) is the rare
+        case, a keyword, the end or a syntax error, sorted out in stuck().
         """
         states = self.states
         # A reduce action is ~rule, a negative index: rules[~rule] read from the end.
