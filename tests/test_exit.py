@@ -97,3 +97,19 @@ def test_a_parquet_source_is_closed_when_a_bad_row_stops_the_batch(tmp_path, run
         code, _, err = run_cli('grad', 'x^2', '--points', str(tmp_path / 'p.parquet'), *output)
         assert code == 2 and "row 150001: 'x' is 'abc', not a number" in err
         assert opened and all(source.file.closed for source in opened)
+
+
+def test_the_allocator_is_tuned_by_a_batch_on_the_command_line_only(tmp_path, run_cli,
+                                                                   monkeypatch):
+    from autodiff_cli.cli import batch_options
+    from autodiff_cli.core.batch import run_batch
+    from autodiff_cli.language.lower import lower
+    calls = []
+    monkeypatch.setattr(batch_options, 'tune_allocator', lambda: calls.append(True))
+    assert run_cli('grad', 'x*y', 'x=2', 'y=3')[0] == 0
+    run_batch(lower('x*y'), {'x': 2.0, 'y': 3.0}, 4, ['x'])   # the library, as a caller uses it
+    assert calls == []
+    points = tmp_path / 'p.csv'
+    points.write_text('x,y\n1,2\n3,4\n')
+    assert run_cli('grad', 'x*y', '--points', str(points))[0] == 0
+    assert calls == [True]

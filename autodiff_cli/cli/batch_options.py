@@ -1,5 +1,6 @@
-"""The batch options of eval and grad, apart from batch.py so that building
-the parser on every run imports nothing else."""
+"""The batch options of eval and grad, and the allocator tuning of a batch's
+command line: apart from batch.py so that building the parser on every run
+imports nothing else."""
 
 ENGINES = ('numpy', 'dask')
 
@@ -38,5 +39,5 @@ def tune_allocator():
         mallopt = ctypes.CDLL(None).mallopt
     except (AttributeError, OSError, ValueError):
         return
-    mallopt(-3, 1 << 25)  # M_MMAP_THRESHOLD: blocks under 32 MiB come from the heap
-    mallopt(-1, 1 << 27)  # M_TRIM_THRESHOLD: keep up to 128 MiB of freed heap
+    mallopt(-3, 1 << 25)  # M_MMAP_THRESHOLD: a block under it comes from the heap
+    mallopt(-1, 1 << 27)  # M_TRIM_THRESHOLD: freed heap kept up to it, not returned
