@@ -1,7 +1,6 @@
 """What start-up speed rests on: the table's fast copy is the shipped JSON,
-bindings are read without compiling patterns, and the quick exit of the
-`adgrad` command loses neither output nor exit codes (nor skips anything
-that was waiting for the end)."""
+bindings are read without compiling patterns, and the exit of the `adgrad`
+command is the interpreter's own and loses neither output nor exit codes."""
 
 import json
 import os
@@ -76,22 +75,23 @@ CONSOLE = ('import sys\n'
     (['--version'], 0, 'adgrad 0.1.0\n', ''),
     (['nonsense'], 2, '', "adgrad: error: argument COMMAND: invalid choice: 'nonsense'"),
 ])
-def test_the_quick_exit_keeps_output_and_exit_codes(args, code, out, err):
+def test_the_exit_keeps_output_and_exit_codes(args, code, out, err):
     done = _python(CONSOLE, *args)
     assert (done.returncode, done.stdout) == (code, out), done.stderr
     assert done.stderr.startswith(err) and (err or not done.stderr)
 
 
-def test_the_quick_exit_runs_exit_handlers_and_waits_for_threads():
-    # An exit handler runs, and the teardown after it does not: an object
-    # freed at teardown would say so (pyarrow's thread pool could abort there).
+def test_the_exit_is_the_interpreters_own():
+    # Exit handlers run, then the teardown (an object freed there says so),
+    # and a thread still running is waited for.
     done = _python('import atexit\n'
                    'class Loud:\n'
                    '    def __del__(self):\n'
                    '        print("teardown")\n'
                    'loud = Loud()\n'
                    'atexit.register(print, "the handler ran")\n' + CONSOLE, 'eval', '2*3')
-    assert (done.returncode, done.stdout) == (0, '6.0\nthe handler ran\n'), done.stderr
+    assert (done.returncode, done.stdout) == (0, '6.0\nthe handler ran\nteardown\n'), \
+        done.stderr
     # The thread waits for the command to be under way, then outlives it.
     done = _python('import sys, threading, time\n'
                    'def late():\n'
@@ -103,34 +103,48 @@ def test_the_quick_exit_runs_exit_handlers_and_waits_for_threads():
     assert (done.returncode, done.stdout) == (0, '6.0\nthread done\n'), done.stderr
 
 
+def test_no_module_reaches_into_the_interpreters_exit_or_tunes_the_allocator():
+    """No private exit machinery anywhere; the allocator only from cli/."""
+    package = ROOT / 'autodiff_cli'
+    for path in package.rglob('*.py'):
+        text = path.read_text(encoding='utf-8')
+        for word in ('_run_exitfuncs', '_threading_atexits', 'os._exit', '_exit('):
+            assert word not in text, f'{path.relative_to(ROOT)} refers to {word}'
+        if path.parent.name != 'cli':
+            for word in ('mallopt', 'tune_allocator', 'ctypes'):
+                assert word not in text, f'{path.relative_to(ROOT)} refers to {word}'
+
+
 @pytest.mark.skipif(sys.platform == 'win32', reason='SIGINT to itself')
 @pytest.mark.parametrize('threads', ['none', 'a daemon thread'])
-def test_ctrl_c_during_the_exit_handlers_is_130_and_quiet(threads):
+def test_ctrl_c_during_the_exit_ends_the_process_by_sigint_quietly(threads):
     """A Ctrl-C that lands in an exit handler, after a command that handles
-    Ctrl-C itself (a batch: it imported signal), on the quick way out and on
-    the interpreter's own (a thread still alive, as a Dask client leaves):
-    exit 130, the output kept, no 'Exception ignored' traceback."""
+    Ctrl-C itself (it imported signal), with or without a thread still alive
+    (as a Dask client leaves one): the process ends by SIGINT, which a shell
+    shows as 130, with the output kept and no 'Exception ignored' traceback."""
+    import signal
     done = _python('import atexit, os, signal, sys, threading, time\n'
                    'from autodiff_cli.cli import main as cli\n'
-                   'command = cli.main\n'
-                   'def command_then_ctrl_c_at_exit(**options):\n'
-                   '    code = command(**options)\n'
-                   '    # after console()\'s own handler, so run before it\n'
-                   '    atexit.register(lambda: (os.kill(os.getpid(), signal.SIGINT), '
-                   'time.sleep(0.2)))\n'
-                   '    return code\n'
-                   'cli.main = command_then_ctrl_c_at_exit\n'
+                   'atexit.register(lambda: (os.kill(os.getpid(), signal.SIGINT), '
+                   'time.sleep(0.5), print("not interrupted")))\n'
                    + ('threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n'
                       if threads != 'none' else '')
                    + 'sys.argv[0] = "adgrad"\n'
                    'sys.exit(cli.console())\n', 'eval', '2*3')
-    assert (done.returncode, done.stdout, done.stderr) == (130, '6.0\n', '')
+    assert (done.returncode, done.stdout, done.stderr) == (-signal.SIGINT, '6.0\n', '')
+    shell = f'{sys.executable} -c "$SCRIPT" eval 2*3; echo "exit $?"'
+    script = ('import atexit, os, signal, sys\n'
+              'from autodiff_cli.cli.main import console\n'
+              'atexit.register(lambda: os.kill(os.getpid(), signal.SIGINT))\n'
+              'sys.exit(console())\n')
+    done = subprocess.run(['bash', '-c', shell], capture_output=True, text=True, cwd=ROOT,
+                          env=dict(os.environ, SCRIPT=script, PYTHONPATH=str(ROOT)))
+    assert (done.stdout, done.stderr) == ('6.0\nexit 130\n', '')
 
 
-def test_the_process_leaves_the_graph_and_its_values_to_the_exit_to_free(capsys):
-    """console() passes main() a list; the command leaves its large results
-    there (the graph, the values and gradients of its passes), and the quick
-    exit frees them, not object by object as the command returns."""
+def test_main_leaves_the_graph_and_its_values_to_a_caller_that_asks(capsys):
+    """Given a list, the command leaves its large results there (the graph,
+    the values and gradients of its passes), for the caller to free."""
     from autodiff_cli.cli.main import main
     from autodiff_cli.core.graph import Graph
     kept = []
@@ -159,7 +173,7 @@ def test_main_without_a_list_to_keep_in_frees_the_graph_as_it_returns(capsys):
     assert alive == []
 
 
-def test_the_quick_exit_after_a_reader_left_or_a_full_disk():
+def test_the_exit_after_a_reader_left_or_a_full_disk():
     big = '+'.join(f'x*{k}' for k in range(3000))
     shell = (f'{sys.executable} -c "$CONSOLE" grad "{big}" x=1 --nodes | head -c 10 > /dev/null; '
              'echo "exit ${PIPESTATUS[0]}"')

@@ -12,7 +12,7 @@ import signal
 import sys
 import time
 
-from ..core.batch import keep_freed_memory, run_batch
+from ..core.batch import run_batch
 from ..errors import UsageError
 from .common import Exit, input_values, numerical, where
 
@@ -32,11 +32,13 @@ def run_points(args, graph, bindings, names, out, warn, stdin=None):
         return run_dask(args, graph, bindings, names, warn)
     if getattr(args, 'scheduler', None):
         raise UsageError('--scheduler goes with --engine dask')
+    from .batch_options import tune_allocator
     from .points import open_points
 
-    keep_freed_memory()  # every chunk's buffers reuse the last one's memory
+    tune_allocator()  # every chunk's buffers reuse the last one's memory
     with _Input(args.points, stdin) as source_input:
-        source = open_points(source_input.open(), source_input.name, source_input.path)
+        source = source_input.closing(open_points(source_input.open(), source_input.name,
+                                                  source_input.path))
         fmt = output_format(args, output, source.kind)
         to_file = output not in (None, '-')
         if to_file:   # where it goes, and whether it can be, before any row is read
@@ -50,8 +52,8 @@ def run_points(args, graph, bindings, names, out, warn, stdin=None):
         if not to_file or target.in_place or needs_header:
             scan = plan.scan(source, args.strict)  # the first pass: every row checked
             count = scan.rows
-            first, source = source, open_points(source_input.open(), source_input.name,
-                                                source_input.path)
+            first, source = source, source_input.closing(open_points(
+                source_input.open(), source_input.name, source_input.path))
             source.read_again(first)
             if source.kind == 'jsonl':
                 source.header = scan.header
@@ -276,6 +278,7 @@ class _Behind:
 
     def __init__(self, writer):
         self.writer, self.thread, self.error, self.failed = writer, None, None, False
+        self.stopping = False
         if getattr(writer, 'may_lag', False):
             import queue
             import threading
@@ -303,10 +306,20 @@ class _Behind:
                        (chunk, computed, prepare(chunk, computed)))
 
     def _wait(self):
-        if self.thread is not None:
-            self.queue.put(None)
-            self.thread.join()
-            self.thread = None
+        """The thread ended and joined, even through a Ctrl-C (raised after):
+        left running, it could still be writing as the interpreter ends."""
+        interrupted = False
+        while self.thread is not None:
+            try:
+                if not self.stopping:
+                    self.queue.put(None)
+                    self.stopping = True
+                self.thread.join()
+                self.thread = None
+            except KeyboardInterrupt:
+                interrupted = True
+        if interrupted:
+            raise KeyboardInterrupt
 
     def _raise(self):
         if self.error is not None:
@@ -319,9 +332,14 @@ class _Behind:
         self.writer.close()
 
     def __exit__(self, error_type, *_):
-        self._wait()
-        if error_type is not None and hasattr(self.writer, 'abandon'):
-            self.writer.abandon()
+        try:
+            self._wait()
+        except KeyboardInterrupt:
+            error_type = KeyboardInterrupt
+            raise
+        finally:
+            if error_type is not None and hasattr(self.writer, 'abandon'):
+                self.writer.abandon()
 
 
 def merge_bad(so_far, chunk_bad):
@@ -354,8 +372,13 @@ class _Input:
         return self
 
     def __exit__(self, *exc):
-        for stream in self.opened:
+        for stream in reversed(self.opened):   # a source before the stream it reads
             stream.close()
+
+    def closing(self, source):
+        """`source`, to be closed on the way out, before its stream."""
+        self.opened.append(source)
+        return source
 
     def _open_path(self):
         try:

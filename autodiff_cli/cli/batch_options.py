@@ -1,5 +1,6 @@
-"""The batch options of eval and grad, apart from batch.py so that building
-the parser on every run imports nothing else."""
+"""The batch options of eval and grad, and the allocator tuning of a batch's
+command line: apart from batch.py so that building the parser on every run
+imports nothing else."""
 
 ENGINES = ('numpy', 'dask')
 
@@ -15,3 +16,28 @@ def add_options(parser):
     parser.add_argument('--scheduler', metavar='ADDRESS',
                         help='with --engine dask: the address of a running Dask scheduler '
                              '(default: a local cluster on this machine)')
+
+
+_TUNED = []
+
+
+def tune_allocator():
+    """Ask glibc to keep freed blocks for reuse (a batch's command line only,
+    never the library: it is process-wide). By default an array of 128 KiB
+    or more is a mapping of its own, unmapped when freed, so the next block's
+    arrays fault in fresh pages; with the thresholds raised they reuse the
+    memory the last block freed. Only glibc has mallopt; elsewhere nothing
+    changes."""
+    if _TUNED:
+        return
+    _TUNED.append(True)
+    import os
+    try:
+        if not (os.confstr('CS_GNU_LIBC_VERSION') or '').startswith('glibc'):
+            return
+        import ctypes
+        mallopt = ctypes.CDLL(None).mallopt
+    except (AttributeError, OSError, ValueError):
+        return
+    mallopt(-3, 1 << 25)  # M_MMAP_THRESHOLD: a block under it comes from the heap
+    mallopt(-1, 1 << 27)  # M_TRIM_THRESHOLD: freed heap kept up to it, not returned

@@ -163,12 +163,10 @@ class Environment:
 
     def keep(self, *objects):
         """Hand a command's large results (its graph, its passes' values) to
-        the caller that asked for them (main(keep=...)): the `adgrad` process,
-        whose exit frees them all at once (see main.console). Freed as the
-        command returns, they would go one object at a time: 4% of a whole
-        run of 10^6 nodes, counted in instructions, for nothing. Otherwise
-        they are freed as before: held here, they would wait for the cycle
-        collector (the Environment and its warning sink refer to each other)."""
+        a caller that asked for them (main(keep=...)), to free when it
+        chooses. Otherwise they are freed as the command returns: held here,
+        they would wait for the cycle collector (the Environment and its
+        warning sink refer to each other)."""
         if self.kept is not None:
             self.kept.extend(objects)
 

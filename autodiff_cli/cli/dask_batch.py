@@ -317,22 +317,28 @@ class _opened:
     """The points file at `path` as a Source named `name`, closed at the end."""
 
     def __init__(self, path, name):
-        self.path, self.name, self.stream = path, name, None
+        self.path, self.name, self.stream, self.source = path, name, None, None
 
     def __enter__(self):
         from .points import open_points
         if self.path.endswith(_PARQUET):
-            return open_points(None, self.name, self.path)
+            self.source = open_points(None, self.name, self.path)
+            return self.source
         try:
             self.stream = open(self.path, 'rb')
         except OSError as error:
             # (as --points FILE says it)
             raise UsageError(f'cannot read {self.name}: {error.strerror}') from None
-        return open_points(self.stream, self.name, self.path)
+        self.source = open_points(self.stream, self.name, self.path)
+        return self.source
 
     def __exit__(self, *exc):
-        if self.stream is not None:
-            self.stream.close()
+        try:
+            if self.source is not None:
+                self.source.close()
+        finally:
+            if self.stream is not None:
+                self.stream.close()
 
 
 def _checked(plan, source):

@@ -3,8 +3,8 @@
 `main(argv) -> int` is the one place where errors become exit codes, and the
 one place that touches process-wide state: it builds the Environment (the
 standard streams), pauses the cycle collector, and makes stdout survive text
-its encoding cannot show. (console(), the process's entry point, also sees
-to its exit: see there.)
+its encoding cannot show. (console(), the process's entry point, also sets
+what a Ctrl-C does once the command is over: see there.)
 
 Commands are a registry: the `Command` enum in context.py, one line per
 command naming its word, its module under `autodiff_cli/cli/` and a summary.
@@ -70,86 +70,37 @@ def main(argv=None, keep=None):
 
 
 def console():
-    """The `adgrad` command (and `python -m autodiff_cli`): main(), then, when
-    nothing is left for the interpreter to run at exit, an exit that skips its
-    teardown (freeing every module and object: a few ms, as long as the rest
-    of a short command). Python's own exit handlers run first (a temporary
-    folder's cleanup, coverage); what is skipped is the teardown and the C
-    and C++ destructors after it, where pyarrow's thread pool, still running
-    after an error, could abort the process ('terminate called without an
-    active exception', exit 134) about one run in thirty under load. Its
-    output is flushed first, and should that fail, the interpreter's own
-    exit reports it as it always has.
-
-    The cycle collector stays paused to the end, as main() leaves it as it
-    found it: resumed, its next pass would only free what the exit frees
-    anyway, and would run a Dask client's weak-reference callbacks where
-    Ctrl-C is Python's again (see _noting_interrupts)."""
-    gc.disable()
-    import atexit
-    interrupted = []
-    # Registered first, so run last, on either way out: after the other exit
-    # handlers, and after the wait for threads that the interpreter's own exit
-    # makes first (a Dask client leaves some).
-    atexit.register(_exit_if_interrupted, interrupted)
-    kept = []   # the command's graph and results: the exit frees them (Environment.keep)
-    code = main(keep=kept)
-    _noting_interrupts(interrupted)
-    run_exit_handlers = getattr(atexit, '_run_exitfuncs', None)   # (CPython's)
-    if isinstance(code, int) and run_exit_handlers is not None and _nothing_left_to_run():
-        try:
-            _flush()
-            run_exit_handlers()
-            _flush()
-        except (OSError, ValueError):
-            return code
-        os._exit(Exit.INTERRUPTED if interrupted else code)
+    """The `adgrad` command (and `python -m autodiff_cli`): main(), then the
+    interpreter's own exit. A command closes what it started (pyarrow's
+    readers, a Dask client and cluster, the writer thread) before main()
+    returns, so that exit has nothing left to wait for or to abort in."""
+    try:
+        code = main()
+        _flush()
+        _after_the_command()
+    except KeyboardInterrupt:   # between main()'s return and the line above
+        return Exit.INTERRUPTED
     return code
 
 
-def _noting_interrupts(interrupted):
-    """From here to the exit, a Ctrl-C is noted in `interrupted`, not raised:
-    the command is over, and in the exit handlers (a Dask cluster's close can
-    take a second) or the weak references they free it would print an
-    'Exception ignored' traceback. The exit code is then 130 (see
-    _exit_if_interrupted); a second one ends the process at once. A SIGINT
-    ignored or handled by someone else stays so. Only after a command that
-    dealt with Ctrl-C itself (a batch, a cluster) and so imported signal:
-    another's exit is over in microseconds, and importing signal.py would
-    cost every command 0.5 ms."""
+def _after_the_command():
+    """From here on a Ctrl-C ends the process by SIGINT, which the shell
+    shows as 130, quietly: the command is over and its output flushed, and
+    in the exit (a Dask cluster's finalizers) Python would print it as an
+    'Exception ignored' traceback. Only where a command dealt with Ctrl-C
+    (and so imported signal), and where SIGINT is Python's own: one that is
+    ignored (nohup) or handled by a caller stays so."""
     signal = sys.modules.get('signal')
-    if signal is None:
-        return
-
-    def note(*_):
-        if interrupted:
-            os._exit(Exit.INTERRUPTED)
-        interrupted.append(True)
-    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-        signal.signal(signal.SIGINT, note)
-
-
-def _exit_if_interrupted(interrupted):
-    """The last exit handler: 130 if a Ctrl-C was noted on the way out."""
-    if interrupted:
-        try:
-            _flush()
-        except (OSError, ValueError):
-            pass
-        os._exit(Exit.INTERRUPTED)
+    if signal is not None and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _flush():
     for stream in {id(s): s for s in (sys.stdout, sys.stderr) if s is not None}.values():
-        stream.flush()
-
-
-def _nothing_left_to_run():
-    """No other thread, and no profiler or tracer waiting for the end."""
-    threading = sys.modules.get('threading')
-    return ((threading is None or (threading.active_count() == 1
-                                   and not getattr(threading, '_threading_atexits', ())))
-            and sys.gettrace() is None and sys.getprofile() is None)
+        try:
+            stream.flush()
+        except (OSError, ValueError):   # the interpreter's exit reports it, as it always has
+            pass
 
 
 def _lenient(stream):

@@ -176,6 +176,9 @@ class Source:
         """pyarrow.csv where pyarrow reads this source's text (it then writes the rows too)."""
         return None
 
+    def close(self):
+        """Let go of what the source opened itself (a Parquet file's reader)."""
+
     def read_again(self, first):
         """This source reads again the very bytes that `first` read (a second
         pass): what `first` learnt of their structure need not be found again."""
@@ -483,9 +486,13 @@ class CsvSource(Source):
         names = [f'c{i}' for i in range(len(self.header))]
         picked = {v: names[self.header.index(v)] for v in wanted}
         try:
+            # In this thread: pooled tasks that outlive a failed read would
+            # release the chunk's Python buffer later, maybe at exit, and
+            # taking the GIL as the interpreter ends aborts the process.
             table = arrow.read_csv(
                 pa.py_buffer(chunk.block),
-                read_options=arrow.ReadOptions(column_names=names, block_size=_ARROW_BLOCK),
+                read_options=arrow.ReadOptions(column_names=names, block_size=_ARROW_BLOCK,
+                                               use_threads=False),
                 parse_options=arrow.ParseOptions(delimiter=self.delimiter,
                                                  quote_char='"' if b'"' in chunk.block else False,
                                                  double_quote=True, escape_char=False,
@@ -633,12 +640,21 @@ class ParquetSource(Source):
 
     def chunks(self):
         row = 1
+        self.batches = self.file.iter_batches(batch_size=CHUNK_ROWS)
         try:
-            for batch in self.file.iter_batches(batch_size=CHUNK_ROWS):
+            for batch in self.batches:
                 yield Chunk(self, range(row, row + batch.num_rows), table=batch)
                 row += batch.num_rows
         except OSError as error:
             raise AdgradError(f'cannot read {self.name}: {first_line(error)}') from None
+
+    def close(self):
+        """The batch reader, then the file: now, in this thread, not whenever
+        an error's traceback lets go of them."""
+        batches, self.batches = getattr(self, 'batches', None), None
+        if batches is not None:
+            batches.close()
+        self.file.close()
 
 
 def _table_columns(source, chunk, wanted, fills):

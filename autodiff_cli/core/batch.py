@@ -23,37 +23,8 @@ _BLOCK_BYTES = 32 << 20
 _FEWEST_ROWS = 64
 
 
-_MEMORY_KEPT = []
-
-
-def keep_freed_memory():
-    """Ask glibc to keep freed blocks for reuse instead of returning them.
-
-    By default an array of 128 KiB or more is its own mapping, unmapped when
-    freed, so the next one faults in fresh pages: on a virtual machine that
-    costs more than the arithmetic on them (a 256 KiB product took 1 ms
-    instead of 0.08 ms). With the thresholds raised, a block's arrays reuse
-    the memory the previous block's freed. Only glibc has mallopt; elsewhere
-    nothing changes.
-    """
-    if _MEMORY_KEPT:
-        return
-    _MEMORY_KEPT.append(True)
-    import os
-    try:
-        if not (os.confstr('CS_GNU_LIBC_VERSION') or '').startswith('glibc'):
-            return
-        import ctypes
-        mallopt = ctypes.CDLL(None).mallopt
-    except (AttributeError, OSError, ValueError):
-        return
-    mallopt(-3, 1 << 25)  # M_MMAP_THRESHOLD: blocks under 32 MiB come from the heap
-    mallopt(-1, 1 << 27)  # M_TRIM_THRESHOLD: keep up to 128 MiB of freed heap
-
-
 def _arrays():
     """The array algebra: each primitive's array form, as its table row names it."""
-    keep_freed_memory()
     import numpy as np
 
     from . import arrays
