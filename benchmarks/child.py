@@ -103,11 +103,22 @@ def numpy_logistic(rows, reps):
             'gradient': {k: float(v.sum()) for k, v in grads.items()}}
 
 
+def _tune_allocator_as_the_command_line_does():
+    """`grad --points` tunes glibc's allocator in cli/ (135ea79 did it inside
+    run_batch), so the core is measured as that command runs it, on either tree."""
+    try:
+        from autodiff_cli.cli.batch_options import tune_allocator
+    except ImportError:
+        return
+    tune_allocator()
+
+
 def batch_logistic(path, rows, reps):
     """adgrad's batch core on the same points: autodiff_cli.batch.run_batch,
     the array evaluation behind `grad --points`."""
     from autodiff_cli import lower
     from autodiff_cli.core.batch import run_batch
+    _tune_allocator_as_the_command_line_does()
     graph = lower(Path(path).read_text(encoding='utf-8'))
     columns = dict(logistic_points(rows), **LOGISTIC_WEIGHTS)
     names = sorted(graph.inputs)
