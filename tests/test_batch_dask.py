@@ -229,8 +229,8 @@ def test_what_a_folder_or_glob_of_other_kinds_is_told(tmp_path, scheduler):
 
 
 def test_the_worker_preload_is_added_to_the_user_s_own():
-    from autodiff_cli.cli.dask_batch import worker_preload
-    ours = 'autodiff_cli.cli.dask_worker'
+    from autodiff_cli.table.dask_engine import worker_preload
+    ours = 'autodiff_cli.table.dask_worker'
     settings = {'distributed.worker.preload': ['mine'], 'distributed.worker.preload-argv': [['-v']]}
     assert worker_preload(lambda key, default=None: settings.get(key, default)) == {
         'distributed.worker.preload': ['mine', ours],

@@ -23,8 +23,8 @@ import math
 import re
 import sys
 
-from ..errors import AdgradError
-from .common import first_line
+from ..errors import AdgradError, first_line
+from .formats import Format
 
 CHUNK_ROWS = 65536
 # 1 MiB of input at a time: a chunk's buffers then stay in the processor's
@@ -154,7 +154,7 @@ class Source:
 
     def __init__(self, name, kind, header):
         self.name, self.kind, self.header = name, kind, header
-        self.delimiter = '\t' if kind == 'tsv' else ','
+        self.delimiter = '\t' if kind == Format.TSV else ','
 
     def error(self, number, message):
         return AdgradError(f'{self.name}: {self.unit} {number}: {message}')
@@ -165,7 +165,7 @@ class Source:
         ends them: CSV at CR, LF or CRLF, JSON Lines at LF only."""
         text = before + error.before
         breaks = text.count(b'\n')
-        if self.kind != 'jsonl':
+        if self.kind != Format.JSONL:
             breaks += text.count(b'\r') - text.count(b'\r\n')
         return self.error(line + breaks, f'byte {error.offset} is not UTF-8 text')
 
@@ -342,7 +342,7 @@ class CsvSource(Source):
     def __init__(self, name, kind, stream):
         # (name and kind before the header is read: a bad byte there is an error naming them)
         self.name, self.kind = name, kind
-        self.delimiter = '\t' if kind == 'tsv' else ','
+        self.delimiter = '\t' if kind == Format.TSV else ','
         self.blocks = _Blocks(stream, name)
         self.pending, self.line = b'', 1
         # (first line, length) -> line breaks, of each block whose lines are
@@ -525,7 +525,7 @@ class CsvSource(Source):
 
 class JsonlSource(Source):
     def __init__(self, name, stream, header=None):
-        super().__init__(name, 'jsonl', header or [])
+        super().__init__(name, Format.JSONL, header or [])
         self.blocks = _Blocks(stream, name, breaks=b'\n')
 
     def chunks(self):
@@ -629,7 +629,7 @@ class ParquetSource(Source):
             self.file = pq.ParquetFile(path)
         except Exception as error:  # pyarrow's errors: not a Parquet file, truncated...
             raise AdgradError(f'cannot read {name}: {first_line(error)}') from None
-        super().__init__(name, 'parquet', check_header(name, self.file.schema_arrow.names))
+        super().__init__(name, Format.PARQUET, check_header(name, self.file.schema_arrow.names))
 
     def chunks(self):
         row = 1
@@ -685,7 +685,8 @@ def open_points(stream, name, path=None):
     if head.lstrip(b'\xef\xbb\xbf \t\r\n').startswith(b'{'):
         return JsonlSource(name, stream)
     first = re.split(rb'\r\n|\r|\n', head, maxsplit=1)[0]
-    kind = 'tsv' if name.endswith('.tsv') or (b'\t' in first and b',' not in first) else 'csv'
+    kind = Format.TSV if name.endswith('.tsv') or (b'\t' in first and b',' not in first) else \
+        Format.CSV
     return CsvSource(name, kind, stream)
 
 

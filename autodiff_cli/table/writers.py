@@ -1,12 +1,13 @@
 """Rows of a batch out, chunk by chunk: input cells followed by computed
 columns, in CSV, TSV, JSON Lines, JSON, Parquet or a table; numbers in
-shortest round-trip form."""
+shortest round-trip form. WRITERS is the one registry, by Format."""
 
 import json
 import re
 
-from .output import json_number as _json_number, number
-from .points import ABSENT
+from ..core.numbers import number
+from .formats import Format, json_number as _json_number
+from .sources import ABSENT
 
 
 def _cell(x):
@@ -210,12 +211,12 @@ class TextRows:
 
     may_lag = True  # batch.py may run it in a thread of its own
 
-    def __init__(self, fmt, header, file, echo):
+    def __init__(self, fmt, source, outputs, file):
         import csv
         self.csv = csv
-        self.delimiter = ',' if fmt == 'csv' else '\t'
-        self.file, self.echo = file, echo
-        file.write(_text(lambda f: self._writer(f).writerow(header)))
+        self.delimiter, echoed = _DELIMITED[fmt]
+        self.file, self.echo = file, source.kind == echoed
+        file.write(_text(lambda f: self._writer(f).writerow(source.header + outputs)))
 
     def _writer(self, f):
         return self.csv.writer(f, delimiter=self.delimiter, lineterminator='\n')
@@ -254,15 +255,21 @@ class TextRows:
         pass
 
 
-class JsonRows:
-    """JSON Lines, or one JSON array of row objects."""
+# Delimited text: each format's delimiter, and the points' format whose rows it echoes.
+_DELIMITED = {Format.CSV: (',', Format.CSV), Format.TSV: ('\t', Format.TSV),
+              Format.PLAIN: ('\t', Format.TSV)}
 
-    def __init__(self, fmt, header, outputs, file, cells_are_text):
-        self.fmt, self.header, self.outputs, self.file = fmt, header, outputs, file
-        self.as_json = _json_cell if cells_are_text else _json_value
+
+class JsonRows:
+    """JSON Lines: one object per row."""
+
+    def __init__(self, fmt, source, outputs, file):
+        self.header, self.outputs, self.file = source.header, outputs, file
+        self.as_json = _json_cell if source.kind in _DELIMITED else _json_value
         self.first = True
-        if fmt == 'json':
-            file.write(b'[')
+        file.write(self.opening)
+
+    opening, closing = b'', b''
 
     def write(self, chunk, computed):
         import orjson
@@ -276,17 +283,25 @@ class JsonRows:
         for i, row in enumerate(inputs):
             row.update(zip(self.outputs, (_json_number(n[i]) for n in numbers)))
             objects.append(orjson.dumps(row).decode())
-        if not objects:
-            return
-        if self.fmt == 'jsonl':
-            self.file.write(('\n'.join(objects) + '\n').encode())
-        else:
-            self.file.write((('\n' if self.first else ',\n') + ',\n'.join(objects)).encode())
-            self.first = False
+        if objects:
+            self.file.write(self.joined(objects))
+
+    def joined(self, objects):
+        return ('\n'.join(objects) + '\n').encode()
 
     def close(self):
-        if self.fmt == 'json':
-            self.file.write(b'\n]\n')
+        self.file.write(self.closing)
+
+
+class JsonArrayRows(JsonRows):
+    """JSON: one array of row objects."""
+
+    opening, closing = b'[', b'\n]\n'
+
+    def joined(self, objects):
+        text = ('\n' if self.first else ',\n') + ',\n'.join(objects)
+        self.first = False
+        return text.encode()
 
 
 class TableRows:
@@ -295,9 +310,9 @@ class TableRows:
     text to rich (never markup). Unlike the other writers, it writes text
     to a text stream (the terminal)."""
 
-    def __init__(self, header, file):
+    def __init__(self, fmt, source, outputs, file):
         from collections import deque
-        self.header, self.file = header, file
+        self.header, self.file = source.header + outputs, file
         self.head, self.tail, self.count = [], deque(maxlen=TABLE_ROWS), 0
 
     def write(self, chunk, computed):
@@ -320,7 +335,7 @@ class TableRows:
                 self.tail.append(row)
 
     def close(self):
-        from .output import rich_text, table
+        from .rich_tables import rich_text, table
         rows = list(self.head)
         hidden = self.count - len(self.head) - len(self.tail)
         if hidden:
@@ -335,8 +350,8 @@ class ParquetRows:
     """Parquet: input columns as they were (text, from CSV or JSON Lines),
     then the computed float64 columns."""
 
-    def __init__(self, header, outputs, path):
-        self.header, self.outputs, self.path, self.writer = header, outputs, path, None
+    def __init__(self, fmt, source, outputs, path):
+        self.header, self.outputs, self.path, self.writer = source.header, outputs, path, None
 
     def write(self, chunk, computed):
         if chunk.table is not None:
@@ -388,3 +403,24 @@ class ParquetRows:
                                [(n, pa.float64()) for n in self.outputs])
             self.writer = pq.ParquetWriter(self.path, schema)
         self.writer.close()
+
+
+class Kind:
+    """A format's writer: `make(fmt, source, outputs, file)` makes it; `binary`
+    if it writes bytes (else text, to a terminal); `own_keys` if it writes
+    each JSON object's own keys (no header needed); `in_parts` if a file of
+    it can be one part of many (--engine dask)."""
+
+    def __init__(self, make, binary=True, own_keys=False, in_parts=True):
+        self.make, self.binary, self.own_keys, self.in_parts = make, binary, own_keys, in_parts
+
+
+WRITERS = {
+    Format.TABLE: Kind(TableRows, binary=False, in_parts=False),
+    Format.PLAIN: Kind(TextRows, in_parts=False),
+    Format.CSV: Kind(TextRows),
+    Format.TSV: Kind(TextRows),
+    Format.JSONL: Kind(JsonRows, own_keys=True),
+    Format.JSON: Kind(JsonArrayRows, own_keys=True, in_parts=False),
+    Format.PARQUET: Kind(ParquetRows),
+}

@@ -1,0 +1,20 @@
+"""The typed options of a batch: what the pipeline takes from a command line."""
+
+from dataclasses import dataclass
+
+ENGINES = ('numpy', 'dask')
+
+
+@dataclass(frozen=True)
+class BatchOptions:
+    """points: a file, '-' for standard input, or (dask) a glob or folder;
+    format: the rows out (None: by -o's ending, else the points' own);
+    output: -o FILE or DIR, or None for stdout; strict: a non-finite row is
+    an error; engine and scheduler: where the rows are computed."""
+
+    points: str
+    format: object = None
+    output: str = None
+    strict: bool = False
+    engine: str = 'numpy'
+    scheduler: str = None
