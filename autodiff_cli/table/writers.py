@@ -263,15 +263,28 @@ _DELIMITED = {Format.CSV: (',', Format.CSV), Format.TSV: ('\t', Format.TSV),
 class JsonRows:
     """JSON Lines: one object per row."""
 
+    opening, closing, between = b'', b'', b'\n'
+
     def __init__(self, fmt, source, outputs, file):
+        import orjson
         self.header, self.outputs, self.file = source.header, outputs, file
         self.as_json = _json_cell if source.kind in _DELIMITED else _json_value
         self.first = True
+        # Each key as orjson writes it, with what comes before it in an object.
+        self.keys = [b'{' * (i == 0) + b',' * (i > 0) + orjson.dumps(k) + b':'
+                     for i, k in enumerate(source.header + outputs)]
         file.write(self.opening)
 
-    opening, closing = b'', b''
-
     def write(self, chunk, computed):
+        if not len(chunk):
+            return
+        body = self._columns(chunk, computed)
+        if body is None:
+            body = self._rows(chunk, computed)
+        self.file.write(self.joined(body))
+
+    def _rows(self, chunk, computed):
+        """The objects row by row: any chunk, at Python's speed."""
         import orjson
         numbers = [column.tolist() for column in computed]
         if chunk.objects is not None:  # JSON Lines in: each object's own keys, in its order
@@ -282,12 +295,32 @@ class JsonRows:
         objects = []
         for i, row in enumerate(inputs):
             row.update(zip(self.outputs, (_json_number(n[i]) for n in numbers)))
-            objects.append(orjson.dumps(row).decode())
-        if objects:
-            self.file.write(self.joined(objects))
+            objects.append(orjson.dumps(row))
+        return self.between.join(objects) + self.between
 
-    def joined(self, objects):
-        return ('\n'.join(objects) + '\n').encode()
+    def _columns(self, chunk, computed):
+        """The objects column by column, in C, for a CSV or TSV block that
+        pyarrow reads: None where it cannot (the rows are then written one by one)."""
+        if chunk.block is None or chunk.source.arrow(chunk) is None:
+            return None
+        chunk.drop_blank()
+        if chunk.block.startswith(b'\xef\xbb\xbf'):
+            return None
+        cells = _text_columns(chunk)
+        if cells is None:
+            return None
+        import pyarrow as pa
+        from pyarrow import _compute
+        pieces = []
+        for key, column in zip(self.keys, [*map(_json_cells, cells), *map(_json_floats, computed)]):
+            pieces += [pa.scalar(key, pa.binary()), column]
+        pieces.append(pa.scalar(b'}' + self.between, pa.binary()))
+        joined = _compute.call_function('binary_join_element_wise',
+                                        [*pieces, pa.scalar(b'', pa.binary())])
+        return _data(joined)
+
+    def joined(self, body):
+        return body
 
     def close(self):
         self.file.write(self.closing)
@@ -296,12 +329,137 @@ class JsonRows:
 class JsonArrayRows(JsonRows):
     """JSON: one array of row objects."""
 
-    opening, closing = b'[', b'\n]\n'
+    opening, closing, between = b'[', b'\n]\n', b',\n'
 
-    def joined(self, objects):
-        text = ('\n' if self.first else ',\n') + ',\n'.join(objects)
+    def joined(self, body):
+        text = (b'\n' if self.first else b',\n') + body[:-len(self.between)]
         self.first = False
-        return text.encode()
+        return text
+
+
+def _data(array):
+    """A binary array's bytes, end to end."""
+    import numpy as np
+    offsets = np.frombuffer(array.buffers()[1], np.int32, len(array) + 1, array.offset)
+    return memoryview(array.buffers()[2])[offsets[0]:offsets[-1]].tobytes()
+
+
+def _text_columns(chunk):
+    """Every column of a plain CSV or TSV block as Arrow text, as the csv
+    module reads its cells; None where pyarrow reads it otherwise."""
+    import pyarrow as pa
+    arrow = chunk.source.arrow(chunk)
+    header = chunk.source.header
+    names = [f'c{i}' for i in range(len(header))]
+    try:
+        table = arrow.read_csv(
+            pa.py_buffer(chunk.block),
+            read_options=arrow.ReadOptions(column_names=names, block_size=1 << 20),
+            parse_options=arrow.ParseOptions(delimiter=chunk.source.delimiter,
+                                             quote_char='"' if b'"' in chunk.block else False,
+                                             double_quote=True, escape_char=False,
+                                             newlines_in_values=False, ignore_empty_lines=False),
+            convert_options=arrow.ConvertOptions(column_types={c: pa.binary() for c in names},
+                                                 null_values=[], strings_can_be_null=False,
+                                                 quoted_strings_can_be_null=False))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    if table.num_rows != len(chunk):
+        return None
+    return [table.column(i).combine_chunks() for i in range(len(names))]
+
+
+_JSON_NUMBER_RE2 = '^' + _JSON_NUMBER.pattern + '$'
+_ESCAPED = r'["\\\x00-\x1f]'   # what JSON text must escape in a string
+
+
+def _json_cells(column):
+    """_json_cell's value of each text cell, as orjson writes it: a number
+    where the text is the float's own digits (give or take a '.0'), else a
+    string; the few cells in between (1e-400, '-0', an escape) one by one."""
+    import numpy as np
+    import orjson
+    import pyarrow as pa
+    from pyarrow import _compute as _c
+    call = _c.call_function
+    number = call('match_substring_regex', [column], _c.MatchSubstringOptions(_JSON_NUMBER_RE2))
+    values = call('cast', [call('if_else', [number, column, pa.scalar(b'0', pa.binary())])],
+                  _c.CastOptions(pa.float64()))
+    floats = np.frombuffer(values.buffers()[1], np.float64, len(values), values.offset)
+    spelt = _float_texts(floats)
+    same = call('or', [call('equal', [column, spelt]),
+                       call('equal', [call('binary_join_element_wise',
+                                           [column, pa.scalar(b'.0', pa.binary()),
+                                            pa.scalar(b'', pa.binary())]), spelt])])
+    exact = _flags(call('and', [number, same])) & np.isfinite(floats)
+    # Text of a number in repr's own spelling (1e-05, where orjson writes 0.00001).
+    maybe = np.flatnonzero(_flags(number) & ~exact & np.isfinite(floats))
+    if len(maybe):
+        texts = call('take', [column, _int_array(maybe)]).to_pylist()
+        exact[maybe[np.array([repr(f).encode() == t for f, t in zip(floats[maybe].tolist(), texts)],
+                             bool)]] = True
+    exact = bool_array(exact)
+    plain = call('invert', [call('or', [number, call('match_substring_regex', [column],
+                                                     _c.MatchSubstringOptions(_ESCAPED))])])
+    quote = pa.scalar(b'"', pa.binary())
+    quoted = call('binary_join_element_wise', [quote, column, quote, pa.scalar(b'', pa.binary())])
+    out = call('if_else', [exact, spelt, quoted])
+    odd = np.flatnonzero(~_flags(call('or', [exact, plain])))
+    if len(odd):
+        mask = np.zeros(len(column), bool)
+        mask[odd] = True
+        texts = [orjson.dumps(_json_cell(column[int(i)].as_py().decode())) for i in odd]
+        out = call('replace_with_mask', [out, bool_array(mask), binary_array(texts)])
+    return out
+
+
+def _int_array(indices):
+    import numpy as np
+    import pyarrow as pa
+    indices = np.ascontiguousarray(indices, np.int64)
+    return pa.Array.from_buffers(pa.int64(), len(indices), [None, pa.py_buffer(indices)])
+
+
+def _flags(array):
+    """A boolean Arrow array (no nulls) as NumPy bools, from its bits."""
+    import numpy as np
+    bits = np.unpackbits(np.frombuffer(array.buffers()[1], np.uint8), bitorder='little')
+    return bits[array.offset:array.offset + len(array)].astype(bool)
+
+
+def _float_texts(floats):
+    """Each float as orjson writes a Python float: null where not finite."""
+    import numpy as np
+    import orjson
+    import pyarrow as pa
+    floats = np.ascontiguousarray(floats, np.float64)
+    n = len(floats)
+    text = orjson.dumps(floats, option=orjson.OPT_SERIALIZE_NUMPY)
+    data = np.frombuffer(text, np.uint8)
+    commas = np.flatnonzero(data == ord(','))
+    keep = np.ones(len(data), bool)
+    keep[[0, -1]] = False
+    keep[commas] = False
+    offsets = np.empty(n + 1, np.int64)
+    offsets[0] = 0
+    offsets[1:n] = commas - np.arange(1, n)
+    offsets[n] = len(text) - 1 - n
+    return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets.astype(np.int32)),
+                                                  pa.py_buffer(data[keep].tobytes())])
+
+
+def _json_floats(column):
+    """A computed column as _json_number writes it: inf, -inf and nan as strings."""
+    import numpy as np
+    spelt = _float_texts(column)
+    odd = np.flatnonzero(~np.isfinite(column))
+    if not len(odd):
+        return spelt
+    from pyarrow import _compute
+    mask = np.zeros(len(column), bool)
+    mask[odd] = True
+    fixed = binary_array([b'"' + number(float(column[i])).encode() + b'"' for i in odd])
+    return _compute.call_function('replace_with_mask', [spelt, bool_array(mask), fixed])
 
 
 class TableRows:
