@@ -85,7 +85,7 @@ def can_encode(stream, text):
 
 
 # Patterns as text, compiled (by re's cache) when a message first needs one:
-# compiling them all at start-up would cost ~0.6 ms of every command.
+# compiling them all at start-up would slow every command.
 # Controls, line separators, stray surrogates:
 UNPRINTABLE = r'[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]'
 WORD_LIMIT = 100        # characters of one word of a message: a name, a path

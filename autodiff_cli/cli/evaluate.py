@@ -66,7 +66,7 @@ def add_arguments(parser, command):
 
 # The collector stays paused (main) for the whole command, not only while
 # lowering: resumed between lowering and evaluating, it would first re-scan the
-# whole graph (~40 ms per 10^5 nodes); freed when run() returns (or, kept for
+# whole graph; freed when run() returns (or, kept for
 # the adgrad process, by its exit: Environment.keep), it is never scanned at all.
 def run(args, env):
     args.format_given = args.format is not None

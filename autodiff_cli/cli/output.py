@@ -23,16 +23,10 @@ from ..table.rich_tables import rich_text, table
 
 class NodeRecord(tuple):
     """One node's row, a tuple with named fields (made in C: there is one per
-    node of --nodes):
-    id     position on the tape
-    op
-    name   variable, constant or binding name, or None
-    args   ids of its inputs
-    expr   the source text it computes, elided past 120 characters
-    block  block instance path, or None
-    value
-    grad   None where no gradient reaches: constants, what the output ignores
-    """
+    node of --nodes): its id (position on the tape), op, name (variable,
+    constant or binding, or None), args (its inputs' ids), expr (the source
+    text it computes, elided past 120 characters), block (its instance path,
+    or None), value, and grad (None where no gradient reaches)."""
     __slots__ = ()
     _fields = ('id', 'op', 'name', 'args', 'expr', 'block', 'value', 'grad')
 
@@ -219,12 +213,15 @@ def _row_table(result, fmt):
     return header, [[*result.inputs.values(), result.value, *(result.gradients or {}).values()]]
 
 
+_DELIMITERS = {Format.CSV: ',', Format.TSV: '\t'}
+
+
 def delimited(result, env, fmt):
     import csv
     import io
     header, rows = _row_table(result, fmt)
     text = io.StringIO()
-    writer = csv.writer(text, delimiter=',' if fmt == Format.CSV else '\t', lineterminator='\n')
+    writer = csv.writer(text, delimiter=_DELIMITERS[fmt], lineterminator='\n')
     writer.writerow(header)
     writer.writerows([number(c) if isinstance(c, float) else '' if c is None else c for c in row]
                      for row in rows)

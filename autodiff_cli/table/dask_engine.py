@@ -209,16 +209,15 @@ class _client:
 
 
 class _interrupts_held:
-    """SIGINT held back (blocked, not lost) while a local cluster starts.
+    """SIGINT held back (blocked, not lost) while a local cluster starts:
+    delivered when the start is over, and acted on at the first boundary
+    (pipeline.AtBoundaries)."""
 
-    Ctrl-C at a terminal signals the whole process group: a worker still
-    importing Dask, before its preload can ignore it, would die printing a
-    traceback, and the cluster's start would fail ('Nanny failed to
-    start'). A blocked signal stays blocked across fork and exec, and so do
-    the threads the cluster starts from this one, which spawn its
-    processes: the workers begin with SIGINT held, and their preload
-    (dask_worker.py) drops it. Here it is delivered when the start is
-    over, and acted on at the first boundary (pipeline.AtBoundaries)."""
+    # Ctrl-C at a terminal signals the whole process group: a worker still
+    # importing Dask, before its preload can ignore it, would die printing a
+    # traceback ('Nanny failed to start'). A blocked signal stays blocked
+    # across fork and exec, and so do the threads the cluster starts from
+    # this one: the workers begin with SIGINT held; their preload drops it.
 
     def __enter__(self):
         self.mask = None

@@ -4,7 +4,7 @@
 def table(columns, rows, title=None, **options):
     """A rich Table. `columns` are (header, justify, style); every cell and the
     title are plain text, whatever brackets they hold: rich never reads them as markup."""
-    # rich costs ~40 ms to import: only pay it when a table is shown.
+    # rich is slow to import: only pay for it when a table is shown.
     from rich.table import Table
     from rich.text import Text
     made = Table(title=None if title is None else Text(title), **options)

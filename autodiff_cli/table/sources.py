@@ -27,10 +27,8 @@ from ..errors import AdgradError, first_line
 from .formats import Format
 
 CHUNK_ROWS = 65536
-# 1 MiB of input at a time: a chunk's buffers then stay in the processor's
-# cache and reuse memory, rather than fault in fresh pages. Against 4 MiB,
-# side by side, 10^7 rows of CSV in and out took 6.7 s instead of 8.1 s, at
-# a peak of 173 MB instead of 379 MB.
+# A mebibyte of input at a time: a chunk's buffers then stay in the processor's
+# cache and reuse memory, rather than fault in fresh pages (BENCHMARKS.md).
 _READ_BYTES = 1 << 20
 _ARROW_BYTES = 1 << 19  # a smaller file is read without importing pyarrow
 _ARROW_BLOCK = 1 << 20  # pyarrow's unit of parsing (a chunk is about one)
@@ -457,14 +455,14 @@ class CsvSource(Source):
     def _plain(self, block, lines):
         chunk = Chunk(self, range(*lines), block=block)
         # With two or more columns a blank line is checked for only where it
-        # matters (see fast_columns): the search costs 4.5 ms a MiB.
+        # matters (see fast_columns): the search is a pass over the block.
         chunk.maybe_blank = len(self.header) > 1 or _maybe_blank(block)
         return chunk
 
     def arrow(self, chunk):
         if self._arrow is False:
             if len(chunk.block) < _ARROW_BYTES:
-                return None  # float() is quicker than importing pyarrow (~0.1 s)
+                return None  # float() is quicker than importing pyarrow
             self._arrow = _pyarrow_csv()
         return self._arrow
 
@@ -512,7 +510,7 @@ class CsvSource(Source):
                     chunk.drop_blank()
                     return self.fast_columns(chunk, wanted, fills)
                 data = data.fill_null(fills[variable])
-            # Straight from Arrow's buffers: to_numpy() would import pandas (~0.5 s).
+            # Straight from Arrow's buffers: to_numpy() would import pandas.
             out[variable] = np.concatenate([
                 np.frombuffer(part.buffers()[1], np.float64, len(part), part.offset * 8)
                 for part in data.chunks]) if data.num_chunks != 1 else \

@@ -122,14 +122,12 @@ def arrow_echo(block, computed, delimiter, file, numbers=None):
     """Rows out as each input line (`block`: LF-terminated lines, one per
     row) followed by its computed numbers: the same bytes as computed_lines
     beside chunk.lines, without a Python object per row. `numbers` is
-    number_text(computed, delimiter), if made already.
-
-    orjson writes the numbers flat, [a,b,c,d]; Arrow then joins two texts
-    row by row, in C. Row i > 0 is the input from the line break before it
-    (`\\nline`) and the numbers from the delimiter before its first (`,c,d`):
-    both are slices of one buffer end to end, so no byte is copied to make
-    them, and the join of every row is the output from row 0's numbers on.
-    """
+    number_text(computed, delimiter), if made already."""
+    # orjson writes the numbers flat, [a,b,c,d]; Arrow then joins two texts
+    # row by row, in C. Row i > 0 is the input from the line break before it
+    # ('\nline') and the numbers from the delimiter before its first (',c,d'):
+    # both are slices of one buffer end to end, so no byte is copied to make
+    # them, and the join of every row is the output from row 0's numbers on.
     import numpy as np
     import pyarrow as pa
     from pyarrow import _compute
@@ -161,7 +159,7 @@ def arrow_echo(block, computed, delimiter, file, numbers=None):
 
 
 # Arrow arrays made from their buffers: pa.array() looks for pandas, and
-# importing it costs 0.2 s, more than writing 10^6 rows.
+# importing it costs more than writing a million rows.
 
 def binary_array(pieces, valid=None):
     """An Arrow binary array of byte strings; `valid` (bools) marks the
@@ -517,7 +515,7 @@ class ParquetRows:
         import pyarrow as pa
         rows = chunk.rows()
         spans = [(0, len(rows))]
-        while spans:   # in order; a span with more than 2 GiB of a column's text is halved
+        while spans:   # in order; a span with more of a column's text than Arrow holds is halved
             start, stop = spans.pop()
             columns = list(zip(*rows[start:stop])) if stop > start else [()] * len(self.header)
             try:
