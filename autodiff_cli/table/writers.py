@@ -262,6 +262,7 @@ class JsonRows:
     """JSON Lines: one object per row."""
 
     opening, closing, between = b'', b'', b'\n'
+    may_lag = True  # pipeline.py may run it in a thread of its own
 
     def __init__(self, fmt, source, outputs, file):
         import orjson
@@ -307,10 +308,18 @@ class JsonRows:
         cells = _text_columns(chunk)
         if cells is None:
             return None
+        import numpy as np
         import pyarrow as pa
         from pyarrow import _compute
+        # Every column end to end, one array each for the cells and the
+        # numbers: each step of Arrow's is then one call for all of them.
+        n = len(chunk)
+        texts = _json_cells(cells)
+        numbers = _json_floats(np.concatenate(computed)) if computed else None
+        columns = [texts.slice(i * n, n) for i in range(len(cells))]
+        columns += [numbers.slice(i * n, n) for i in range(len(computed))]
         pieces = []
-        for key, column in zip(self.keys, [*map(_json_cells, cells), *map(_json_floats, computed)]):
+        for key, column in zip(self.keys, columns):
             pieces += [pa.scalar(key, pa.binary()), column]
         pieces.append(pa.scalar(b'}' + self.between, pa.binary()))
         joined = _compute.call_function('binary_join_element_wise',
@@ -368,47 +377,91 @@ def _text_columns(chunk):
 
 
 _JSON_NUMBER_RE2 = '^' + _JSON_NUMBER.pattern + '$'
-_ESCAPED = r'["\\\x00-\x1f]'   # what JSON text must escape in a string
+_CONTROL = r'[\x00-\x1f]'   # what JSON escapes in a string, besides " and \\
 
 
-def _json_cells(column):
-    """_json_cell's value of each text cell, as orjson writes it: a number
-    where the text is the float's own digits (give or take a '.0'), else a
-    string; the few cells in between (1e-400, '-0', an escape) one by one."""
+def _json_cells(columns):
+    """_json_cell's value of each text cell, as orjson writes it, for the
+    columns end to end: a number where the text is the float's own digits
+    (give or take trailing zeros), else a string; the few cells in between
+    (1e-400, '-0', a control character) one by one."""
     import numpy as np
-    import orjson
     import pyarrow as pa
     from pyarrow import _compute as _c
     call = _c.call_function
-    number = call('match_substring_regex', [column], _c.MatchSubstringOptions(_JSON_NUMBER_RE2))
-    values = call('cast', [call('if_else', [number, column, pa.scalar(b'0', pa.binary())])],
-                  _c.CastOptions(pa.float64()))
-    floats = np.frombuffer(values.buffers()[1], np.float64, len(values), values.offset)
+    floats, numbers = [], []
+    for column in columns:
+        try:   # a column of numbers, the common case, without a regular expression
+            values = call('cast', [column], _c.CastOptions(pa.float64()))
+            number = np.ones(len(column), bool)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            number = _flags(call('match_substring_regex', [column],
+                                 _c.MatchSubstringOptions(_JSON_NUMBER_RE2)))
+            values = call('cast', [call('if_else', [bool_array(number), column, _bytes(b'0')])],
+                          _c.CastOptions(pa.float64()))
+        floats.append(np.frombuffer(values.buffers()[1], np.float64, len(values), values.offset))
+        numbers.append(number)
+    column = pa.concat_arrays(columns)
+    floats, number = np.concatenate(floats), np.concatenate(numbers)
     spelt = _float_texts(floats)
-    same = call('or', [call('equal', [column, spelt]),
-                       call('equal', [call('binary_join_element_wise',
-                                           [column, pa.scalar(b'.0', pa.binary()),
-                                            pa.scalar(b'', pa.binary())]), spelt])])
-    exact = _flags(call('and', [number, same])) & np.isfinite(floats)
+    exact = _flags(call('equal', [column, spelt])) & np.isfinite(floats) & number
+    rest = np.flatnonzero(~exact)
+    if not len(rest):
+        return spelt
+    indices = _int_array(rest)
+    mask = np.zeros(len(column), bool)
+    mask[rest] = True
+    return call('replace_with_mask', [spelt, bool_array(mask),
+                                      _json_rest(call('take', [column, indices]),
+                                                 floats[rest], call('take', [spelt, indices]))])
+
+
+def _json_rest(column, floats, spelt):
+    """_json_cells for the cells that are not a float's own spelling."""
+    import numpy as np
+    import orjson
+    from pyarrow import _compute as _c
+    call = _c.call_function
+    number = _flags(call('match_substring_regex', [column],
+                         _c.MatchSubstringOptions(_JSON_NUMBER_RE2)))
+    # '2.50' is the number 2.5 as written, '2.000' and '2' are 2.0.
+    short = call('replace_substring_regex', [column],
+                 _c.ReplaceSubstringOptions(r'^(-?[0-9]+\.[0-9]*?)0+$', r'\1'))
+    exact = _flags(call('or', [call('or', [call('equal', [short, spelt]),
+                                           call('equal', [_joined(short, _bytes(b'0')), spelt])]),
+                               call('equal', [_joined(column, _bytes(b'.0')), spelt])]))
+    exact &= number & np.isfinite(floats)
     # Text of a number in repr's own spelling (1e-05, where orjson writes 0.00001).
-    maybe = np.flatnonzero(_flags(number) & ~exact & np.isfinite(floats))
+    maybe = np.flatnonzero(number & ~exact & np.isfinite(floats))
     if len(maybe):
         texts = call('take', [column, _int_array(maybe)]).to_pylist()
         exact[maybe[np.array([repr(f).encode() == t for f, t in zip(floats[maybe].tolist(), texts)],
                              bool)]] = True
-    exact = bool_array(exact)
-    plain = call('invert', [call('or', [number, call('match_substring_regex', [column],
-                                                     _c.MatchSubstringOptions(_ESCAPED))])])
-    quote = pa.scalar(b'"', pa.binary())
-    quoted = call('binary_join_element_wise', [quote, column, quote, pa.scalar(b'', pa.binary())])
-    out = call('if_else', [exact, spelt, quoted])
-    odd = np.flatnonzero(~_flags(call('or', [exact, plain])))
+    plain = ~number & ~_flags(call('match_substring_regex', [column],
+                                   _c.MatchSubstringOptions(_CONTROL)))
+    escaped = call('replace_substring', [call('replace_substring', [column],
+                                              _c.ReplaceSubstringOptions('\\', '\\\\'))],
+                   _c.ReplaceSubstringOptions('"', '\\"'))
+    out = call('if_else', [bool_array(exact), spelt, _joined(_bytes(b'"'), escaped, _bytes(b'"'))])
+    odd = np.flatnonzero(~(exact | plain))
     if len(odd):
         mask = np.zeros(len(column), bool)
         mask[odd] = True
-        texts = [orjson.dumps(_json_cell(column[int(i)].as_py().decode())) for i in odd]
+        cells = call('take', [column, _int_array(odd)]).to_pylist()
+        texts = [orjson.dumps(_json_cell(cell.decode())) for cell in cells]
         out = call('replace_with_mask', [out, bool_array(mask), binary_array(texts)])
     return out
+
+
+def _bytes(data):
+    import pyarrow as pa
+    return pa.scalar(data, pa.binary())
+
+
+def _joined(*parts):
+    """Arrow's join of binary arrays (or scalars) element by element."""
+    from pyarrow import _compute
+    return _compute.call_function('binary_join_element_wise', [*parts, _bytes(b'')])
 
 
 def _int_array(indices):
@@ -433,17 +486,13 @@ def _float_texts(floats):
     floats = np.ascontiguousarray(floats, np.float64)
     n = len(floats)
     text = orjson.dumps(floats, option=orjson.OPT_SERIALIZE_NUMPY)
-    data = np.frombuffer(text, np.uint8)
-    commas = np.flatnonzero(data == ord(','))
-    keep = np.ones(len(data), bool)
-    keep[[0, -1]] = False
-    keep[commas] = False
-    offsets = np.empty(n + 1, np.int64)
+    offsets = np.empty(n + 1, np.int32)
     offsets[0] = 0
-    offsets[1:n] = commas - np.arange(1, n)
+    # the k-th comma ends the k-th number, less the k commas before it and the '['
+    offsets[1:n] = np.flatnonzero(np.frombuffer(text, np.uint8) == ord(',')) - np.arange(1, n)
     offsets[n] = len(text) - 1 - n
-    return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets.astype(np.int32)),
-                                                  pa.py_buffer(data[keep].tobytes())])
+    return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets),
+                                                  pa.py_buffer(text[1:-1].replace(b',', b''))])
 
 
 def _json_floats(column):
