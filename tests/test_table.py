@@ -162,3 +162,29 @@ def test_json_columns_at_a_time_write_the_bytes_of_rows_one_by_one(tmp_path, mon
     rows = run_main(argv)
     assert columns.code == rows.code == 0, rows.err
     assert columns.out == rows.out
+
+
+@pytest.mark.parametrize('fmt', ['jsonl', 'json'])
+def test_json_columns_of_parquet_write_the_bytes_of_rows_one_by_one(tmp_path, monkeypatch, fmt):
+    pa = pytest.importorskip('pyarrow')
+    import pyarrow.parquet as pq
+
+    from autodiff_cli.table import writers
+    numbers = [1.5, -0.0, 0.0, 1e-300, 1e300, float('inf'), float('nan'), -3.25e-7, 1e-5, 2.0,
+               1e16, 5e-324, -float('inf')]
+    rows = len(HOSTILE) * 3
+    pq.write_table(pa.table({'x': [numbers[k % len(numbers)] for k in range(rows)],
+                             'label': [HOSTILE[k % len(HOSTILE)] for k in range(rows)],
+                             'k': [(-1) ** k * 7 ** (k % 23) for k in range(rows)]}),
+                   tmp_path / 'p.parquet')
+    argv = ['grad', 'x*2', '--points', str(tmp_path / 'p.parquet'), '--format', fmt]
+    taken = []
+    real = writers.JsonRows._columns
+    monkeypatch.setattr(writers.JsonRows, '_columns',
+                        lambda self, *a: taken.append(real(self, *a)) or taken[-1])
+    columns = run_main(argv)
+    assert taken and all(t is not None for t in taken), 'the column path was not taken'
+    monkeypatch.setattr(writers.JsonRows, '_columns', lambda self, *a: None)
+    rows = run_main(argv)
+    assert columns.code == rows.code == 0, rows.err
+    assert columns.out == rows.out

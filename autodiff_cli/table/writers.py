@@ -299,24 +299,30 @@ class JsonRows:
 
     def _columns(self, chunk, computed):
         """The objects column by column, in C, for a CSV or TSV block that
-        pyarrow reads: None where it cannot (the rows are then written one by one)."""
-        if chunk.block is None or chunk.source.arrow(chunk) is None:
-            return None
-        chunk.drop_blank()
-        if chunk.block.startswith(b'\xef\xbb\xbf'):
-            return None
-        cells = _text_columns(chunk)
-        if cells is None:
-            return None
+        pyarrow reads or a Parquet batch of numbers and text without nulls:
+        None where it cannot (the rows are then written one by one)."""
         import numpy as np
+        n = len(chunk)
+        if chunk.table is not None:
+            columns = _table_json(chunk.table)
+            if columns is None:
+                return None
+        else:
+            if chunk.block is None or chunk.source.arrow(chunk) is None:
+                return None
+            chunk.drop_blank()
+            if chunk.block.startswith(b'\xef\xbb\xbf'):
+                return None
+            cells = _text_columns(chunk)
+            if cells is None:
+                return None
+            # Every column end to end, one array each for the cells and the
+            # numbers: each step of Arrow's is then one call for all of them.
+            texts = _json_cells(cells)
+            columns = [texts.slice(i * n, n) for i in range(len(cells))]
         import pyarrow as pa
         from pyarrow import _compute
-        # Every column end to end, one array each for the cells and the
-        # numbers: each step of Arrow's is then one call for all of them.
-        n = len(chunk)
-        texts = _json_cells(cells)
         numbers = _json_floats(np.concatenate(computed)) if computed else None
-        columns = [texts.slice(i * n, n) for i in range(len(cells))]
         columns += [numbers.slice(i * n, n) for i in range(len(computed))]
         pieces = []
         for key, column in zip(self.keys, columns):
@@ -342,6 +348,52 @@ class JsonArrayRows(JsonRows):
         text = (b'\n' if self.first else b',\n') + body[:-len(self.between)]
         self.first = False
         return text
+
+
+def _table_json(table):
+    """A Parquet batch's columns as _json_value writes their cells: floats
+    and integers as numbers (inf and nan as strings), text as strings; None
+    for a null, or a column of any other type."""
+    import numpy as np
+    import pyarrow as pa
+    from pyarrow import _compute as _c
+    out = []
+    for column in table.columns:
+        kind = column.type
+        if column.null_count:
+            return None
+        if pa.types.is_float64(kind) or pa.types.is_int64(kind):
+            floating = pa.types.is_float64(kind)
+            values = np.frombuffer(column.buffers()[1], np.float64 if floating else np.int64,
+                                   len(column), column.offset)
+            out.append(_json_floats(values) if floating else _number_texts(values))
+        elif pa.types.is_string(kind):
+            text = _c.call_function('cast', [column], _c.CastOptions(pa.binary()))
+            out.append(_json_strings(text))
+        else:
+            return None
+    return out
+
+
+def _json_strings(column):
+    """Text as JSON strings, as orjson writes them."""
+    import numpy as np
+    import orjson
+    from pyarrow import _compute as _c
+    call = _c.call_function
+    escaped = call('replace_substring', [call('replace_substring', [column],
+                                              _c.ReplaceSubstringOptions('\\', '\\\\'))],
+                   _c.ReplaceSubstringOptions('"', '\\"'))
+    out = _joined(_bytes(b'"'), escaped, _bytes(b'"'))
+    odd = np.flatnonzero(_flags(call('match_substring_regex', [column],
+                                     _c.MatchSubstringOptions(_CONTROL))))
+    if len(odd):
+        mask = np.zeros(len(column), bool)
+        mask[odd] = True
+        cells = call('take', [column, _int_array(odd)]).to_pylist()
+        out = call('replace_with_mask', [out, bool_array(mask),
+                                         binary_array([orjson.dumps(c.decode()) for c in cells])])
+    return out
 
 
 def _data(array):
@@ -481,11 +533,16 @@ def _flags(array):
 def _float_texts(floats):
     """Each float as orjson writes a Python float: null where not finite."""
     import numpy as np
+    return _number_texts(np.ascontiguousarray(floats, np.float64))
+
+
+def _number_texts(values):
+    """Each of a NumPy array's numbers as orjson writes it, as an Arrow array."""
+    import numpy as np
     import orjson
     import pyarrow as pa
-    floats = np.ascontiguousarray(floats, np.float64)
-    n = len(floats)
-    text = orjson.dumps(floats, option=orjson.OPT_SERIALIZE_NUMPY)
+    n = len(values)
+    text = orjson.dumps(np.ascontiguousarray(values), option=orjson.OPT_SERIALIZE_NUMPY)
     offsets = np.empty(n + 1, np.int32)
     offsets[0] = 0
     # the k-th comma ends the k-th number, less the k commas before it and the '['
