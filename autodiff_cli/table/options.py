@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass
 
-ENGINES = ('numpy', 'dask')
+from .formats import Format
 
 
 @dataclass(frozen=True)
@@ -10,11 +10,12 @@ class BatchOptions:
     """points: a file, '-' for standard input, or (dask) a glob or folder;
     format: the rows out (None: by -o's ending, else the points' own);
     output: -o FILE or DIR, or None for stdout; strict: a non-finite row is
-    an error; engine and scheduler: where the rows are computed."""
+    an error; engine ('numpy' or 'dask') and scheduler: where the rows
+    are computed."""
 
     points: str
-    format: object = None
-    output: str = None
+    format: Format | None = None
+    output: str | None = None
     strict: bool = False
     engine: str = 'numpy'
-    scheduler: str = None
+    scheduler: str | None = None

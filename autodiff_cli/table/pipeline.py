@@ -37,13 +37,7 @@ def run(options, graph, bindings, computation, out, warn, stdin=None):
         # Rows that go straight out (stdout, or -o a pipe or /dev/stdout) are
         # all checked first, so that a bad one stops the run before any is written.
         if not to_file or target.in_place or needs_header:
-            scan = plan.scan(source, options.strict)  # the first pass: every row checked
-            count = scan.rows
-            first, source = source, open_points(source_input.open(), source_input.name,
-                                                source_input.path)
-            source.read_again(first)
-            if source.kind == Format.JSONL:
-                source.header = scan.header
+            source, count = _scanned(plan, source, source_input, options.strict)
         plan.check(source)
         if to_file:
             with target:
@@ -69,16 +63,23 @@ def each_chunk(options, graph, bindings, computation, warn, stdin=None):
     with Input(options.points, stdin) as source_input:
         source = open_points(source_input.open(), source_input.name, source_input.path)
         plan = Plan(graph, bindings, computation, warn)
-        plan.scan(source, strict=False)
-        first, source = source, open_points(source_input.open(), source_input.name,
-                                            source_input.path)
-        source.read_again(first)
-        if source.kind == Format.JSONL:
-            source.header = first.header
+        source, _ = _scanned(plan, source, source_input, strict=False)
         plan.check(source)
         for chunk in source.chunks():
             computed, _ = plan.chunk_values(chunk)
             yield chunk, computed
+
+
+def _scanned(plan, source, source_input, strict):
+    """The first pass over `source`, every row checked (and computed under
+    --strict); returns the source opened again for the second, and the rows."""
+    scan = plan.scan(source, strict)
+    first, source = source, open_points(source_input.open(), source_input.name,
+                                        source_input.path)
+    source.read_again(first)
+    if source.kind == Format.JSONL:
+        source.header = scan.header
+    return source, scan.rows
 
 
 def output_format(options, kind):
