@@ -458,6 +458,11 @@ def _json_cells(columns):
     spelt = _float_texts(floats)
     exact = _flags(call('equal', [column, spelt])) & np.isfinite(floats) & number
     rest = np.flatnonzero(~exact)
+    if len(rest):   # an integer, '2', is the number 2.0: no regular expression for it
+        indices = _int_array(rest)
+        whole = _flags(call('equal', [_joined(call('take', [column, indices]), _bytes(b'.0')),
+                                      call('take', [spelt, indices])])) & np.isfinite(floats[rest])
+        rest = rest[~whole]
     if not len(rest):
         return spelt
     indices = _int_array(rest)
@@ -476,12 +481,11 @@ def _json_rest(column, floats, spelt):
     call = _c.call_function
     number = _flags(call('match_substring_regex', [column],
                          _c.MatchSubstringOptions(_JSON_NUMBER_RE2)))
-    # '2.50' is the number 2.5 as written, '2.000' and '2' are 2.0.
+    # '2.50' is the number 2.5 as written, '2.000' is 2.0.
     short = call('replace_substring_regex', [column],
                  _c.ReplaceSubstringOptions(r'^(-?[0-9]+\.[0-9]*?)0+$', r'\1'))
-    exact = _flags(call('or', [call('or', [call('equal', [short, spelt]),
-                                           call('equal', [_joined(short, _bytes(b'0')), spelt])]),
-                               call('equal', [_joined(column, _bytes(b'.0')), spelt])]))
+    exact = _flags(call('or', [call('equal', [short, spelt]),
+                               call('equal', [_joined(short, _bytes(b'0')), spelt])]))
     exact &= number & np.isfinite(floats)
     # Text of a number in repr's own spelling (1e-05, where orjson writes 0.00001).
     maybe = np.flatnonzero(number & ~exact & np.isfinite(floats))
