@@ -140,7 +140,7 @@ HOSTILE = ['0', '-0', '-0.0', '1', '007', '1.50', '1e-400', '1e999', 'inf', 'nan
 def test_json_columns_at_a_time_write_the_bytes_of_rows_one_by_one(tmp_path, monkeypatch, fmt,
                                                                    delimiter):
     pytest.importorskip('pyarrow')
-    from autodiff_cli.table import sources, writers
+    from autodiff_cli.table import json_columns, sources
     monkeypatch.setattr(sources, '_ARROW_BYTES', 0)   # pyarrow for a file of any size
     text = io.StringIO()
     writer = csv.writer(text, delimiter=delimiter, lineterminator='\n')
@@ -153,12 +153,12 @@ def test_json_columns_at_a_time_write_the_bytes_of_rows_one_by_one(tmp_path, mon
     path.write_text(text.getvalue())
     argv = ['grad', 'x*2', 'y=1', '--points', str(path), '--format', fmt]
     taken = []
-    real = writers.JsonRows._columns
-    monkeypatch.setattr(writers.JsonRows, '_columns',
-                        lambda self, *a: taken.append(real(self, *a)) or taken[-1])
+    real = json_columns.objects
+    monkeypatch.setattr(json_columns, 'objects',
+                        lambda *a: taken.append(real(*a)) or taken[-1])
     columns = run_main(argv)
     assert taken and all(t is not None for t in taken), 'the column path was not taken'
-    monkeypatch.setattr(writers.JsonRows, '_columns', lambda self, *a: None)
+    monkeypatch.setattr(json_columns, 'objects', lambda *a: None)
     rows = run_main(argv)
     assert columns.code == rows.code == 0, rows.err
     assert columns.out == rows.out
@@ -169,7 +169,7 @@ def test_json_columns_of_parquet_write_the_bytes_of_rows_one_by_one(tmp_path, mo
     pa = pytest.importorskip('pyarrow')
     import pyarrow.parquet as pq
 
-    from autodiff_cli.table import writers
+    from autodiff_cli.table import json_columns
     numbers = [1.5, -0.0, 0.0, 1e-300, 1e300, float('inf'), float('nan'), -3.25e-7, 1e-5, 2.0,
                1e16, 5e-324, -float('inf')]
     rows = len(HOSTILE) * 3
@@ -179,12 +179,12 @@ def test_json_columns_of_parquet_write_the_bytes_of_rows_one_by_one(tmp_path, mo
                    tmp_path / 'p.parquet')
     argv = ['grad', 'x*2', '--points', str(tmp_path / 'p.parquet'), '--format', fmt]
     taken = []
-    real = writers.JsonRows._columns
-    monkeypatch.setattr(writers.JsonRows, '_columns',
-                        lambda self, *a: taken.append(real(self, *a)) or taken[-1])
+    real = json_columns.objects
+    monkeypatch.setattr(json_columns, 'objects',
+                        lambda *a: taken.append(real(*a)) or taken[-1])
     columns = run_main(argv)
     assert taken and all(t is not None for t in taken), 'the column path was not taken'
-    monkeypatch.setattr(writers.JsonRows, '_columns', lambda self, *a: None)
+    monkeypatch.setattr(json_columns, 'objects', lambda *a: None)
     rows = run_main(argv)
     assert columns.code == rows.code == 0, rows.err
     assert columns.out == rows.out

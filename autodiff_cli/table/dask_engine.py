@@ -21,8 +21,8 @@ from ..errors import AdgradError, UsageError, first_line
 from .computations import Values, merge_bad
 from .formats import Format
 from .pipeline import AtBoundaries, Plan
+from .registry import WRITERS
 from .sources import open_points
-from .writers import WRITERS
 
 _PARQUET = ('.parquet', '.pq')
 _TEXT = ('.csv', '.tsv')

@@ -15,8 +15,8 @@ from ..errors import UsageError
 from .computations import input_values, merge_bad
 from .formats import Format, by_ending
 from .input import Input
+from .registry import WRITERS
 from .sources import open_points
-from .writers import WRITERS
 
 
 def run(options, graph, bindings, computation, out, warn, stdin=None):
