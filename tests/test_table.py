@@ -153,12 +153,12 @@ def test_json_columns_at_a_time_write_the_bytes_of_rows_one_by_one(tmp_path, mon
     path.write_text(text.getvalue())
     argv = ['grad', 'x*2', 'y=1', '--points', str(path), '--format', fmt]
     taken = []
-    real = json_columns.objects
-    monkeypatch.setattr(json_columns, 'objects',
+    real = json_columns.input_texts
+    monkeypatch.setattr(json_columns, 'input_texts',
                         lambda *a: taken.append(real(*a)) or taken[-1])
     columns = run_main(argv)
     assert taken and all(t is not None for t in taken), 'the column path was not taken'
-    monkeypatch.setattr(json_columns, 'objects', lambda *a: None)
+    monkeypatch.setattr(json_columns, 'input_texts', lambda *a: None)
     rows = run_main(argv)
     assert columns.code == rows.code == 0, rows.err
     assert columns.out == rows.out
@@ -179,12 +179,12 @@ def test_json_columns_of_parquet_write_the_bytes_of_rows_one_by_one(tmp_path, mo
                    tmp_path / 'p.parquet')
     argv = ['grad', 'x*2', '--points', str(tmp_path / 'p.parquet'), '--format', fmt]
     taken = []
-    real = json_columns.objects
-    monkeypatch.setattr(json_columns, 'objects',
+    real = json_columns.input_texts
+    monkeypatch.setattr(json_columns, 'input_texts',
                         lambda *a: taken.append(real(*a)) or taken[-1])
     columns = run_main(argv)
     assert taken and all(t is not None for t in taken), 'the column path was not taken'
-    monkeypatch.setattr(json_columns, 'objects', lambda *a: None)
+    monkeypatch.setattr(json_columns, 'input_texts', lambda *a: None)
     rows = run_main(argv)
     assert columns.code == rows.code == 0, rows.err
     assert columns.out == rows.out

@@ -17,40 +17,55 @@ from .writers import (
 )
 
 
-class JsonLines(JsonRows):
-    def _columns(self, chunk, computed):
-        return objects(self, chunk, computed)
+class _Columns:
+    """The column path, shared by JSON Lines and JSON: the input cells are
+    spelt in the chunk's own thread (prepare), while the writer's thread
+    spells and joins the chunk before it (Arrow lets go of Python's lock)."""
 
-
-class JsonArray(JsonArrayRows):
-    def _columns(self, chunk, computed):
-        return objects(self, chunk, computed)
-
-
-def objects(rows, chunk, computed):
-    """The objects column by column, in C, for a CSV or TSV block that
-    pyarrow reads or a Parquet batch of numbers and text without nulls:
-    None where it cannot (the rows are then written one by one)."""
-    import numpy as np
-    n = len(chunk)
-    if chunk.table is not None:
-        columns = _table_json(chunk.table)
-        if columns is None:
-            return None
-    else:
-        if chunk.block is None or chunk.source.arrow(chunk) is None:
-            return None
+    def prepare(self, chunk, computed):
         chunk.drop_blank()
-        if chunk.block.startswith(b'\xef\xbb\xbf'):
-            return None
-        cells = _text_columns(chunk)
-        if cells is None:
-            return None
-        # Every column end to end, one array each for the cells and the
-        # numbers: each step of Arrow's is then one call for all of them.
-        texts = _json_cells(cells)
-        columns = [texts.slice(i * n, n) for i in range(len(cells))]
+        return [input_texts(chunk)]
+
+    def _columns(self, chunk, computed, prepared):
+        columns = input_texts(chunk) if prepared is None else prepared[0]
+        return None if columns is None else objects(self, chunk, computed, columns)
+
+
+class JsonLines(_Columns, JsonRows):
+    pass
+
+
+class JsonArray(_Columns, JsonArrayRows):
+    pass
+
+
+def input_texts(chunk):
+    """Each input column's cells as JSON text, for a CSV or TSV block that
+    pyarrow reads or a Parquet batch of numbers and text without nulls;
+    None where it cannot (the rows are then written one by one)."""
+    if chunk.table is not None:
+        return _table_json(chunk.table)
+    if chunk.block is None or not len(chunk) or chunk.source.arrow(chunk) is None:
+        return None
+    chunk.drop_blank()
+    if chunk.block.startswith(b'\xef\xbb\xbf'):
+        return None
+    cells = _text_columns(chunk)
+    if cells is None:
+        return None
+    # Every column end to end, as one array: each step of Arrow's is then
+    # one call for all of them.
+    n = len(chunk)
+    texts = _json_cells(cells)
+    return [texts.slice(i * n, n) for i in range(len(cells))]
+
+
+def objects(rows, chunk, computed, columns):
+    """The chunk's objects, from its input columns' JSON text (input_texts)."""
+    import numpy as np
     import pyarrow as pa
+    n = len(chunk)
+    columns = list(columns)
     from pyarrow import _compute
     numbers = _json_floats(np.concatenate(computed)) if computed else None
     columns += [numbers.slice(i * n, n) for i in range(len(computed))]

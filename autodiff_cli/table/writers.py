@@ -282,7 +282,7 @@ class JsonRows:
     def write(self, chunk, computed, prepared=None):
         if not len(chunk):
             return
-        body = self._columns(chunk, computed)
+        body = self._columns(chunk, computed, prepared)
         if body is None:
             body = self._rows(chunk, computed)
         self.file.write(self.joined(body))
@@ -302,7 +302,7 @@ class JsonRows:
             objects.append(orjson.dumps(row))
         return self.between.join(objects) + self.between
 
-    def _columns(self, chunk, computed):
+    def _columns(self, chunk, computed, prepared):
         """The chunk's objects at once (json_columns.py), or None: row by row."""
         return None
 
