@@ -39,6 +39,20 @@ def did_you_mean(name, candidates):
     return f"; did you mean '{close[0]}'?" if close else ''
 
 
+def numerical(message, strict, warn):
+    """A non-finite result: an error under --strict, else a warning."""
+    if strict:
+        raise NumericalError(message)
+    warn(message)
+
+
+def first_line(error):
+    """An exception's message as one line of ours: its first line, without
+    the colon a library ends it with before the detail it prints below."""
+    text = str(error).strip()
+    return text.splitlines()[0].rstrip(':') if text else type(error).__name__
+
+
 class TableError(Exception):
     """The shipped parse table does not match the grammar: a broken build, not bad
     input, so the CLI reports it as an internal error (exit 70)."""

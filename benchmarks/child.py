@@ -107,7 +107,7 @@ def _tune_allocator_as_the_command_line_does():
     """`grad --points` tunes glibc's allocator in cli/ (135ea79 did it inside
     run_batch), so the core is measured as that command runs it, on either tree."""
     try:
-        from autodiff_cli.cli.batch_options import tune_allocator
+        from autodiff_cli.cli.batch import tune_allocator
     except ImportError:
         return
     tune_allocator()

@@ -229,16 +229,17 @@ def test_what_a_folder_or_glob_of_other_kinds_is_told(tmp_path, scheduler):
 
 
 def test_the_worker_preload_is_added_to_the_user_s_own():
-    from autodiff_cli.cli.dask_batch import worker_preload
+    from autodiff_cli.table.dask_engine import worker_preload
     ours = 'autodiff_cli.cli.dask_worker'
     settings = {'distributed.worker.preload': ['mine'], 'distributed.worker.preload-argv': [['-v']]}
-    assert worker_preload(lambda key, default=None: settings.get(key, default)) == {
+    assert worker_preload(lambda key, default=None: settings.get(key, default), ours) == {
         'distributed.worker.preload': ['mine', ours],
         'distributed.worker.preload-argv': [['-v'], []]}
     assert worker_preload(lambda key, default=None: {'distributed.worker.preload': 'one'}.get(
-        key, default)) == {'distributed.worker.preload': ['one', ours]}
-    assert worker_preload(lambda key, default=None: default) == {
+        key, default), ours) == {'distributed.worker.preload': ['one', ours]}
+    assert worker_preload(lambda key, default=None: default, ours) == {
         'distributed.worker.preload': [ours]}
+    assert worker_preload(lambda key, default=None: settings.get(key, default), None) == {}
 
 
 def _in_a_group_of_its_own(args, **env):

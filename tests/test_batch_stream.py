@@ -103,7 +103,7 @@ def test_a_binding_the_points_also_have_gets_a_warning(tmp_path):
 
 
 def test_a_big_table_shows_its_first_and_last_rows(tmp_path):
-    from autodiff_cli.cli.rows import TABLE_ROWS
+    from autodiff_cli.table.writers import TABLE_ROWS
     rows = 1000
     path = _file(tmp_path, 'p.csv', 'x,label\n' + ''.join(f'{i},[b]{i}[/b]\n' for i in range(rows)))
     run = run_main(['eval', 'x', '--points', path, '--format', 'table'])
@@ -118,7 +118,7 @@ def test_a_big_table_shows_its_first_and_last_rows(tmp_path):
 @pytest.fixture
 def tiny_chunks(monkeypatch):
     """Chunks of a few rows and reads of a few bytes: every boundary gets crossed."""
-    from autodiff_cli.cli import points
+    from autodiff_cli.table import sources as points
     monkeypatch.setattr(points, 'CHUNK_ROWS', 3)
     monkeypatch.setattr(points, '_READ_BYTES', 7)
     monkeypatch.setattr(points, '_ARROW_BYTES', 0)
@@ -133,7 +133,7 @@ def test_tiny_chunks_give_the_same_bytes(tmp_path, monkeypatch, fmt):
     path = _file(tmp_path, 'p.csv', MIXED)
     expr = 'h(t) = t^2 * sin(t); h(x) / (1 + y^2) + max(x, y)'
     whole = run_main(['grad', expr, '--points', path, '--format', fmt])
-    from autodiff_cli.cli import points
+    from autodiff_cli.table import sources as points
     monkeypatch.setattr(points, 'CHUNK_ROWS', 3)
     monkeypatch.setattr(points, '_READ_BYTES', 7)
     chunked = run_main(['grad', expr, '--points', path, '--format', fmt])
@@ -157,7 +157,7 @@ def test_every_row_equals_its_single_point(tmp_path, tiny_chunks):
 @pytest.fixture
 def arrow_always(monkeypatch):
     """pyarrow's reader even for small files (it is imported past 512 KiB)."""
-    from autodiff_cli.cli import points
+    from autodiff_cli.table import sources as points
     monkeypatch.setattr(points, '_ARROW_BYTES', 0)
 
 
@@ -175,7 +175,7 @@ def test_without_pyarrow_the_same_bytes(tmp_path, monkeypatch, arrow_always, nam
     rows = ''.join(f'{i / 7!r},{-i},r{i}\n' if d == ',' else f'{i / 7!r}\t{-i}\n'
                    for i in range(40))
     path = _file(tmp_path, name, data + rows + tail)
-    from autodiff_cli.cli import points
+    from autodiff_cli.table import sources as points
     loads = []
     real = points._pyarrow_csv
     monkeypatch.setattr(points, '_pyarrow_csv', lambda: loads.append(1) or real())
@@ -198,7 +198,7 @@ SPELLED = [1e-05, 3.0, -2.5e-07, 1e-4, 0.00015, 9.99e-05, 1e15, 1e16, 1.5e20, -0
 def test_numbers_are_spelled_as_a_single_point_spells_them(tmp_path, monkeypatch, arrow_always,
                                                           reader):
     if reader == 'python':
-        from autodiff_cli.cli import points
+        from autodiff_cli.table import sources as points
         monkeypatch.setattr(points, '_pyarrow_csv', lambda: None)
     xs = [str(v) if isinstance(v, str) else repr(v) for v in SPELLED]
     path = _file(tmp_path, 'p.csv', 'x,y\n' + ''.join(f'{x},2\n' for x in xs))
@@ -273,7 +273,7 @@ def test_jsonl_to_csv_takes_every_key_as_a_column(tmp_path, tiny_chunks):
 
 
 def test_interrupts_wait_for_a_row_boundary():
-    from autodiff_cli.cli.batch import AtBoundaries
+    from autodiff_cli.table.pipeline import AtBoundaries
     with pytest.raises(KeyboardInterrupt):
         with AtBoundaries() as boundary:
             os.kill(os.getpid(), signal.SIGINT)
@@ -302,7 +302,7 @@ class _SlowWriter:
 
 
 def test_the_writer_thread_writes_every_chunk_in_order_before_an_interrupt_leaves():
-    from autodiff_cli.cli.batch import _Behind
+    from autodiff_cli.table.pipeline import _Behind
     slow = _SlowWriter()
     with pytest.raises(KeyboardInterrupt):
         with _Behind(slow) as writer:
@@ -313,7 +313,7 @@ def test_the_writer_thread_writes_every_chunk_in_order_before_an_interrupt_leave
 
 
 def test_the_writer_thread_raises_its_error_and_writes_nothing_after_it():
-    from autodiff_cli.cli.batch import _Behind
+    from autodiff_cli.table.pipeline import _Behind
     slow = _SlowWriter(fail_at=2)
     with pytest.raises(OSError, match='No space'):
         with _Behind(slow) as writer:
@@ -391,7 +391,7 @@ def _cells():
 def test_which_blocks_have_a_record_per_line(block, records):
     import csv
 
-    from autodiff_cli.cli.points import _simple_quotes
+    from autodiff_cli.table.sources import _simple_quotes
     assert _simple_quotes(block, ',') == records
     if records:   # as the csv module reads it, line by line
         lines = block.decode().splitlines()
@@ -405,7 +405,7 @@ def test_a_block_has_a_record_per_line_exactly_when_each_line_is_csv_fields():
     import itertools
     import re
 
-    from autodiff_cli.cli.points import _simple_quotes
+    from autodiff_cli.table.sources import _simple_quotes
     field = r'(?:[^",\n]*|"(?:[^"\n]|"")*")'
     line = re.compile(rf'{field}(?:,{field})*')
     for length in range(9):
@@ -422,7 +422,7 @@ def test_arrow_reads_every_cell_as_float_does(arrow_always):
 
     from hypothesis import strategies as st
 
-    from autodiff_cli.cli import points
+    from autodiff_cli.table import sources as points
 
     # A label column as spreadsheets write one: quoted where it holds a
     # comma or a quote (doubled), and now and then a stray quote (not CSV).
@@ -457,7 +457,7 @@ def test_the_arrow_paths_do_not_import_pandas(tmp_path):
     import subprocess
     points = _file(tmp_path, 'p.csv', 'x,label\n1,a\n2,"b, ""c"""\n3,\n')
     code = ('import sys\n'
-            'from autodiff_cli.cli import main, points\n'
+            'from autodiff_cli.cli import main\nfrom autodiff_cli.table import sources as points\n'
             'points._ARROW_BYTES = 0\n'
             f'for out in ("{tmp_path}/o.csv", "{tmp_path}/o.parquet"):\n'
             f'    assert main.main(["grad", "x*1e-9", "--points", "{points}", "-o", out]) == 0\n'
@@ -486,7 +486,7 @@ def test_a_long_quoted_field_is_read_again_only_as_often_as_it_doubles(tmp_path,
     """A record still open at a block's end is parsed again from its start:
     the next read is as long as what is pending, so a field of n bytes costs
     O(log n) parses, not one per block (which took 33 s for 64 MB)."""
-    from autodiff_cli.cli import points
+    from autodiff_cli.table import sources as points
     monkeypatch.setattr(points, '_READ_BYTES', 64)
     field = 'abcdefg\nh' * 20_000   # 180 KB, line breaks inside
     path = _file(tmp_path, 'long.csv', f'x,label\n1,"{field}"\n2,b\n')
@@ -506,7 +506,7 @@ def test_parquet_takes_a_chunk_with_too_much_text_in_slices(tmp_path, monkeypatc
     column is written in slices (here the limit is 2,000 bytes), and a single
     cell too big for one is an error naming its line."""
     pq = pytest.importorskip('pyarrow.parquet')
-    from autodiff_cli.cli import rows
+    from autodiff_cli.table import writers as rows
     real = rows.binary_array
 
     def small(pieces, valid=None):
@@ -548,7 +548,7 @@ def test_a_byte_order_mark_inside_the_rows_is_a_cell_s_text(tmp_path, monkeypatc
     """pyarrow drops a byte-order mark at the start of what it reads, which
     for a chunk is a row's first cell: that chunk is read by Python, which
     keeps it (an error where it is a variable's cell, as float() says)."""
-    from autodiff_cli.cli import points
+    from autodiff_cli.table import sources as points
     path = _file(tmp_path, 'p.tsv' if '\t' in data else 'p.csv', data)
     fast = run_main(['grad', 'x*y', '--points', path])
     monkeypatch.setattr(points, '_pyarrow_csv', lambda: None)
@@ -637,7 +637,7 @@ def test_the_second_pass_reuses_what_the_first_learnt_of_each_block(tmp_path, mo
     record per line (its quotes checked) is not checked again, and the bytes
     out are those of one pass (-o), of a pipe (whose blocks are cut
     otherwise), and of the pure-Python reader."""
-    from autodiff_cli.cli import points
+    from autodiff_cli.table import sources as points
     monkeypatch.setattr(points, '_READ_BYTES', 4096)   # past the first 64 KiB read
     plain = ''.join(f'"row {i}, ""q""",{i / 7!r},{-i}\n' for i in range(3000))
     spanning = '"two\nlines",1,2\n'   # a quoted line break: a block of records, not lines

@@ -285,7 +285,8 @@ def test_only_the_command_being_run_is_built(tmp_path):
     check = ("import sys\nfrom autodiff_cli.cli.main import main\n"
              "main(['grad', 'x*y', 'x=2', 'y=3'])\n"
              "print(sorted(m for m in sys.modules if m in ('shutil', 'rich', 'shtab', 'dataclasses',"
-             " 'autodiff_cli.cli.batch', 'autodiff_cli.cli.points', 'autodiff_cli.cli.completion')"
+             " 'autodiff_cli.table.pipeline', 'autodiff_cli.table.sources',"
+             " 'autodiff_cli.table.options', 'autodiff_cli.cli.completion')"
              " or m.startswith('autodiff_cli.cli.render')))")
     done = subprocess.run([sys.executable, '-c', check], capture_output=True, text=True, cwd=tmp_path)
     assert done.stdout == 'value\t6.0\nd_x\t3.0\nd_y\t2.0\n[]\n', done.stderr

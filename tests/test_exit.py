@@ -81,7 +81,7 @@ def test_a_parquet_source_is_closed_when_a_bad_row_stops_the_batch(tmp_path, run
     pa = pytest.importorskip('pyarrow')
     import pyarrow.parquet as pq
 
-    from autodiff_cli.cli import points
+    from autodiff_cli.table import sources as points
     cells = [str(k) for k in range(200_000)]
     cells[150_000] = 'abc'   # past the first chunk: the reader is mid-file
     pq.write_table(pa.table({'x': cells}), tmp_path / 'p.parquet', row_group_size=50_000)
@@ -101,7 +101,7 @@ def test_a_parquet_source_is_closed_when_a_bad_row_stops_the_batch(tmp_path, run
 
 def test_the_allocator_is_tuned_by_a_batch_on_the_command_line_only(tmp_path, run_cli,
                                                                    monkeypatch):
-    from autodiff_cli.cli import batch_options
+    from autodiff_cli.cli import batch as batch_options
     from autodiff_cli.core.batch import run_batch
     from autodiff_cli.language.lower import lower
     calls = []

@@ -169,7 +169,7 @@ def test_points_are_read_by_pyarrow_and_by_python_and_must_agree(monkeypatch):
     """A points case runs twice, pyarrow's reader forced and then none: a
     reader that read a cell wrong (here pyarrow's, made to add 1) is found."""
     pytest.importorskip('pyarrow')
-    from autodiff_cli.cli import points
+    from autodiff_cli.table import sources as points
     case = {'kind': 'points', 'argv': ['grad', 'x*x', '--points', 'p.csv', '-o', 'out.csv'],
             'files': {'p.csv': b'x,label\n1,"a, ""b"""\n2,c\n'}}
     runs = execute(case, LIMIT)

@@ -207,7 +207,7 @@ def file_is(name, text):
 
 
 MAIN = 'CLI engineer (autodiff_cli/cli)'
-BATCH = 'batch engineer (cli/points.py, cli/batch.py, cli/rows.py)'
+BATCH = 'batch engineer (table/sources.py, table/pipeline.py, table/writers.py)'
 LANGUAGE = 'language engineer (language/parse.py, lower.py)'
 PICTURES = 'pictures engineer (pictures/, cli/render.py)'
 NUMBERS = 'numerics (core/primitives.py)'

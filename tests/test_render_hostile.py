@@ -14,7 +14,7 @@ import pytest
 
 from autodiff_cli import backward, forward
 from autodiff_cli.cli.main import main
-from autodiff_cli.cli.files import umask
+from autodiff_cli.table.files import umask
 from autodiff_cli.core.graph import Graph, Node
 from autodiff_cli.pictures.render import render
 from autodiff_cli.pictures.steps import index_html

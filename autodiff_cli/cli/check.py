@@ -7,7 +7,6 @@ from ..errors import CheckFailed
 from .common import Exit, input_values, load
 from .diff import variables
 from .evaluate import add_input
-from .hessian import point_inputs, read_points
 from .output import Format, json_number, number
 
 FORMATS = (Format.TABLE, Format.PLAIN, Format.JSON, Format.CSV, Format.TSV)
@@ -39,7 +38,8 @@ def add_arguments(parser, command):
     parser.add_argument('--order', type=int, choices=(1, 2), default=1,
                         help='2: also check every Hessian entry against differences of the gradient')
     parser.add_argument('--points', metavar='FILE',
-                        help='check at every row of FILE (CSV, TSV or JSON Lines)')
+                        help="check at every row of FILE (CSV, TSV, JSON Lines or Parquet; "
+                             "'-' is standard input)")
     parser.add_argument('--format', type=Format.parse, choices=FORMATS, default=None,
                         help='table on a terminal, plain (tab-separated) otherwise; json, csv, tsv')
     parser.add_argument('--json', dest='format', action='store_const', const=Format.JSON,
@@ -47,35 +47,47 @@ def add_arguments(parser, command):
 
 
 def run(args, env):
-    from ..derive.check import check_gradient, check_hessian
+    from ..table.computations import CheckVerdicts
 
     fmt = args.format or (Format.TABLE if env.stdout_isatty else Format.PLAIN)
     graph, bindings = load(args, env)
     names = variables(graph, args.wrt, 'check')
+    verdicts = CheckVerdicts(graph, names, args.order)
     if args.points is None:
-        points = [input_values(graph, bindings, env.warn)]
-    else:
-        _, rows = read_points(args.points, env.stdin)
-        points = list(point_inputs(graph, bindings, rows, args.points))
-    results = []
-    for k, point in enumerate(points, 1):
-        rows = check_gradient(graph, point, names)
-        if args.order == 2:
-            rows += check_hessian(graph, point, names)
-        results += [(k, row) for row in rows]
-    env.stdout.write(_text(results, fmt, env))
-    for k, row in results:
-        if row.verdict == 'warn':
-            where = f' at point {k}' if len(points) > 1 else ''
-            env.warn(f'∂f/∂{row.what}{where}: finite differences cannot be trusted ({row.reason})')
+        results, _ = verdicts(input_values(graph, bindings, env.warn), 1)
+    else:   # read as grad --points reads them: every format, the same errors
+        from ..table.pipeline import each_chunk
+        from .batch import options
+        results = [pair for _, computed in each_chunk(options(args, False), graph, bindings,
+                                                        verdicts, env.warn, env.stdin)
+                   for pair in computed]
+    env.stdout.write(_WRITERS[fmt](results, env))
+    many = verdicts.done > 1
+    _warn_untrusted(results, verdicts.done, env.warn)
     failed = [(k, row) for k, row in results if row.verdict == 'FAIL']
     if failed:
         k, row = failed[0]
-        where = f' at point {k}' if len(points) > 1 else ''
+        where = f' at point {k}' if many else ''
         raise CheckFailed(f'∂f/∂{row.what}{where}: reverse mode gives {number(row.ad)}, finite '
                           f'differences {number(row.fd)} ({len(failed)} of {len(results)} '
                           f'checks failed){_declared(graph)}')
     return Exit.OK
+
+
+def _warn_untrusted(results, points, warn):
+    """One warning per untrusted check at one point; over many, one line for
+    them all, naming the first, as a batch reports its non-finite rows."""
+    warned = [(k, row) for k, row in results if row.verdict == 'warn']
+    if points <= 1:
+        for _, row in warned:
+            warn(f'∂f/∂{row.what}: finite differences cannot be trusted ({row.reason})')
+    elif warned:
+        k, row = warned[0]
+        at = len({k for k, _ in warned})
+        more = (f' (and {len(warned) - 1} more of {len(results)} checks, at {at} of '
+                f'{points} points)') if len(warned) > 1 else ''
+        warn(f'∂f/∂{row.what} at point {k}: finite differences cannot be trusted '
+             f'({row.reason}){more}')
 
 
 def _declared(graph):
@@ -94,22 +106,32 @@ def _cells(k, row):
     return [k, row.what, row.ad, row.fd, row.abs_error, row.rel_error, row.verdict, row.reason]
 
 
-def _text(results, fmt, env):
-    if fmt == Format.JSON:
-        import json
-        return json.dumps([dict(zip(COLUMNS, [json_number(c) if isinstance(c, float) else c
-                                              for c in _cells(k, row)]))
-                           for k, row in results], ensure_ascii=False) + '\n'
-    if fmt == Format.TABLE:
-        from .output import rich_text, table
-        columns = [(c.replace('_', ' '), 'right' if c in ('ad', 'fd', 'abs_error', 'rel_error')
-                    else 'left', None) for c in COLUMNS]
-        rows = [[c if isinstance(c, str) else number(c) if isinstance(c, float) else str(c)
-                 for c in _cells(k, row)] for k, row in results]
-        return rich_text([table(columns, rows)], env.stdout, colour=env.colour)
-    delimiter = ',' if fmt == Format.CSV else '\t'
-    lines = [delimiter.join(COLUMNS)] if fmt != Format.PLAIN else []
-    for k, row in results:
-        cells = [number(c) if isinstance(c, float) else str(c) for c in _cells(k, row)]
-        lines.append(delimiter.join(['check'] + cells if fmt == Format.PLAIN else cells))
-    return '\n'.join(lines) + '\n'
+def _json(results, env):
+    import json
+    return json.dumps([dict(zip(COLUMNS, [json_number(c) if isinstance(c, float) else c
+                                          for c in _cells(k, row)]))
+                       for k, row in results], ensure_ascii=False) + '\n'
+
+
+def _table(results, env):
+    from .output import rich_text, table
+    columns = [(c.replace('_', ' '), 'right' if c in ('ad', 'fd', 'abs_error', 'rel_error')
+                else 'left', None) for c in COLUMNS]
+    rows = [[c if isinstance(c, str) else number(c) if isinstance(c, float) else str(c)
+             for c in _cells(k, row)] for k, row in results]
+    return rich_text([table(columns, rows)], env.stdout, colour=env.colour)
+
+
+def _delimited(delimiter, header, first=()):
+    """Delimited lines: `header` on top, `first` before each row's cells."""
+    def text(results, env):
+        lines = [delimiter.join(COLUMNS)] if header else []
+        for k, row in results:
+            cells = [number(c) if isinstance(c, float) else str(c) for c in _cells(k, row)]
+            lines.append(delimiter.join([*first, *cells]))
+        return '\n'.join(lines) + '\n'
+    return text
+
+
+_WRITERS = {Format.JSON: _json, Format.TABLE: _table, Format.CSV: _delimited(',', True),
+            Format.TSV: _delimited('\t', True), Format.PLAIN: _delimited('\t', False, ['check'])}

@@ -6,7 +6,8 @@ import errno
 import re
 import sys
 
-from ..errors import AdgradError, NumericalError, UsageError
+from ..errors import AdgradError, UsageError, first_line, numerical  # noqa: F401 - shared
+from ..table.computations import input_values, where  # noqa: F401 - shared
 
 # Patterns as text, compiled (by re's cache) only for a value that needs one:
 # compiling them costs more than the rest of reading x=2 y=3 (see _is_number).
@@ -127,27 +128,6 @@ def _is_number(text):
     return re.fullmatch(_FLOAT, text, re.I) is not None
 
 
-def input_values(graph, bindings, warn):
-    for name in bindings:
-        if name not in graph.inputs:
-            if any(node.name == name for node in graph.nodes):
-                raise UsageError(f"cannot bind '{name}': the program computes it")
-            warn(f"'{name}' is not used by the expression")
-    values = dict(graph.defaults)
-    values.update((k, v) for k, v in bindings.items() if k in graph.inputs)
-    return values
-
-
-def numerical(message, strict, warn):
-    if strict:
-        raise NumericalError(message)
-    warn(message)
-
-
-def where(graph, i):
-    return f'{graph.text(i, 60) or graph.label(i)} (node {i})'
-
-
 def report_nonfinite(graph, values, strict, warn):
     """One warning (an error under --strict) naming the first non-finite node."""
     from ..core.passes import first_nonfinite
@@ -170,10 +150,3 @@ def wrt_names(graph, wrt):
     if twice:
         raise UsageError(f"--wrt lists '{twice[0]}' twice")
     return names
-
-
-def first_line(error):
-    """An exception's message as one line of ours: its first line, without
-    the colon a library ends it with before the detail it prints below."""
-    text = str(error).strip()
-    return text.splitlines()[0].rstrip(':') if text else type(error).__name__

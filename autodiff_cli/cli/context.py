@@ -6,34 +6,12 @@ once; commands read their input and write their output through it, and never
 touch sys.stdin/stdout/stderr or any other process-wide state themselves.
 """
 
-import enum
 import errno
 import os
 import re
 import sys
 
-
-class Choice(str, enum.Enum):
-    """An enum of command-line words: it prints, formats and hashes as its word,
-    so it is also equal to that string (`Format.CSV == 'csv'`)."""
-
-    def __str__(self):
-        return self.value
-
-    def __format__(self, spec):
-        return format(self.value, spec)
-
-    __hash__ = str.__hash__
-
-    @classmethod
-    def parse(cls, text):
-        """The member for a word, as an argparse `type`: a bad word is a usage error."""
-        try:
-            return cls(text)
-        except ValueError:
-            import argparse
-            raise argparse.ArgumentTypeError(
-                f"invalid choice: '{text}' (choose from {', '.join(cls)})") from None
+from ..table.formats import Choice
 
 
 class Command(Choice):
@@ -107,7 +85,7 @@ def can_encode(stream, text):
 
 
 # Patterns as text, compiled (by re's cache) when a message first needs one:
-# compiling them all at start-up would cost ~0.6 ms of every command.
+# compiling them all at start-up would slow every command.
 # Controls, line separators, stray surrogates:
 UNPRINTABLE = r'[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]'
 WORD_LIMIT = 100        # characters of one word of a message: a name, a path

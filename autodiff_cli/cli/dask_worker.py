@@ -1,5 +1,5 @@
-"""Loaded by each worker of a local cluster that adgrad starts (Dask's worker
-preload): Ctrl-C at the terminal signals the whole process group, and it is
+"""Loaded by each worker of a local cluster that adgrad's command line starts
+(Dask's worker preload, named by BatchOptions.worker_setup): Ctrl-C at the terminal signals the whole process group, and it is
 adgrad's to act on (it closes the cluster), not each worker's to die of with
 a traceback. Its allocator is tuned as the single process's is for a batch."""
 
@@ -7,7 +7,7 @@ import signal
 
 
 def dask_setup(worker):
-    from .batch_options import tune_allocator
+    from .batch import tune_allocator
     tune_allocator()
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)

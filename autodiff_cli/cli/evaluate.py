@@ -37,7 +37,7 @@ def add_arguments(parser, command):
     parser.usage = f'adgrad {command} [options] (EXPR | -f FILE) [NAME=VALUE ...]'
     parser.epilog = _EXAMPLES[command]
     add_input(parser)
-    parser.add_argument('--format', type=Format.parse, choices=list(Format), default=None,
+    parser.add_argument('--format', type=Format.parse, choices=Format.words(), default=None,
                         help='output format (default: table on a terminal, plain otherwise; '
                              'with --points, the format of the points file)')
     parser.add_argument('--json', dest='format', action='store_const', const=Format.JSON,
@@ -60,13 +60,13 @@ def add_arguments(parser, command):
         parser.add_argument('--explain', action='store_true',
                             help='then diagnose the gradients: where each shrinks or grows '
                                  'most, what blocks them, the first non-finite one')
-    from .batch_options import add_options  # -o, --engine, --scheduler, for --points
+    from .batch import add_options  # -o, --engine, --scheduler, for --points
     add_options(parser)
 
 
 # The collector stays paused (main) for the whole command, not only while
 # lowering: resumed between lowering and evaluating, it would first re-scan the
-# whole graph (~40 ms per 10^5 nodes); freed when run() returns (or, kept for
+# whole graph; freed when run() returns (or, kept for
 # the adgrad process, by its exit: Environment.keep), it is never scanned at all.
 def run(args, env):
     args.format_given = args.format is not None
@@ -82,7 +82,8 @@ def run(args, env):
         if getattr(args, 'explain', False):
             raise UsageError('--explain diagnoses one point: leave out --points and -o')
         from .batch import run_points
-        return run_points(args, graph, bindings, names, env.stdout, env.warn, env.stdin)
+        run_points(args, graph, bindings, names, env)
+        return Exit.OK
     inputs = input_values(graph, bindings, env.warn)
     if getattr(args, 'mode', 'reverse') == 'forward':
         from .forward_mode import run_forward

@@ -13,22 +13,8 @@ from operator import itemgetter
 
 from ..core.numbers import number
 from ..errors import UsageError
-from .context import Choice
-
-
-class Format(Choice):
-    TABLE = 'table'     # on a terminal: rich tables
-    PLAIN = 'plain'     # tab-separated lines whose first field says what the line holds
-    JSON = 'json'
-    JSONL = 'jsonl'
-    CSV = 'csv'
-    TSV = 'tsv'
-
-
-def json_number(x):
-    """A float for JSON: itself, or 'inf', '-inf', 'nan' as strings."""
-    return x if x - x == 0 else number(x)   # x - x is nan exactly for inf and nan
-
+from ..table.formats import Format, json_number
+from ..table.rich_tables import rich_text, table
 
 # ---- results ----
 
@@ -37,16 +23,10 @@ def json_number(x):
 
 class NodeRecord(tuple):
     """One node's row, a tuple with named fields (made in C: there is one per
-    node of --nodes):
-    id     position on the tape
-    op
-    name   variable, constant or binding name, or None
-    args   ids of its inputs
-    expr   the source text it computes, elided past 120 characters
-    block  block instance path, or None
-    value
-    grad   None where no gradient reaches: constants, what the output ignores
-    """
+    node of --nodes): its id (position on the tape), op, name (variable,
+    constant or binding, or None), args (its inputs' ids), expr (the source
+    text it computes, elided past 120 characters), block (its instance path,
+    or None), value, and grad (None where no gradient reaches)."""
     __slots__ = ()
     _fields = ('id', 'op', 'name', 'args', 'expr', 'block', 'value', 'grad')
 
@@ -233,12 +213,15 @@ def _row_table(result, fmt):
     return header, [[*result.inputs.values(), result.value, *(result.gradients or {}).values()]]
 
 
+_DELIMITERS = {Format.CSV: ',', Format.TSV: '\t'}
+
+
 def delimited(result, env, fmt):
     import csv
     import io
     header, rows = _row_table(result, fmt)
     text = io.StringIO()
-    writer = csv.writer(text, delimiter=',' if fmt == Format.CSV else '\t', lineterminator='\n')
+    writer = csv.writer(text, delimiter=_DELIMITERS[fmt], lineterminator='\n')
     writer.writerow(header)
     writer.writerows([number(c) if isinstance(c, float) else '' if c is None else c for c in row]
                      for row in rows)
@@ -308,80 +291,3 @@ def write(result, fmt, env):
     text = WRITERS[Format(fmt)](result, env)
     for part in (text,) if isinstance(text, str) else text:
         env.stdout.write(part)
-
-
-# ---- the one table builder ----
-
-def table(columns, rows, title=None, **options):
-    """A rich Table. `columns` are (header, justify, style); every cell and the
-    title are plain text, whatever brackets they hold: rich never reads them as markup."""
-    # rich costs ~40 ms to import: only pay it when a table is shown.
-    from rich.table import Table
-    from rich.text import Text
-    made = Table(title=None if title is None else Text(title), **options)
-    rows = [list(row) for row in rows]
-    for k, (header, justify, style) in enumerate(columns):
-        if justify == 'right':
-            # Numbers are never cut or folded (0.00039… is no number): a
-            # right-aligned column is as wide as its widest cell, and the
-            # text columns give way on a narrow terminal.
-            widest = max([len(header)] + [len(row[k]) for row in rows])
-            made.add_column(Text(header), justify=justify, style=style, no_wrap=True,
-                            min_width=widest)
-        else:
-            made.add_column(Text(header), justify=justify, style=style, overflow='fold')
-    for row in rows:
-        made.add_row(*[Text(cell) for cell in row])
-    made.cells = ([header for header, _, _ in columns], rows)   # for _as_records
-    return made
-
-
-def _as_records(made):
-    """A table too wide for the terminal, one record per row, as `psql -x`
-    shows one: a rule naming the row's first cell, then each other column's
-    header and cell on a line. Numbers keep every digit; long text folds."""
-    from rich.console import Group
-    from rich.rule import Rule
-    from rich.table import Table
-    from rich.text import Text
-    headers, rows = made.cells
-    parts = [made.title] if made.title is not None else []
-    if not made.show_header:     # a list of name and value: the value below its name
-        from rich.padding import Padding
-        for row in rows:
-            parts += [Text(row[0], style='bold', overflow='fold'),
-                      Padding(Text('  '.join(row[1:]), overflow='fold'), (0, 0, 0, 2))]
-        return Group(*parts)
-    for row in rows:
-        record = Table(show_header=False, box=None, padding=(0, 1, 0, 0))
-        record.add_column(style='bold', no_wrap=True)
-        record.add_column(overflow='fold')
-        for header, cell in zip(headers[1:], row[1:]):
-            record.add_row(Text(header), Text(cell))
-        parts += [Rule(Text(f'{headers[0]} {row[0]}'.strip()), align='left', characters='─'),
-                  record]
-    if made.caption is not None:
-        parts.append(Text(made.caption))
-    return Group(*parts)
-
-
-def rich_text(renderables, stream, colour=False, width=None):
-    """What rich would show on `stream` (its width, its encoding's box characters,
-    colour if asked), as text. The caller writes it, so a closed pipe or a full
-    disk fails in the caller's write, not inside rich."""
-    from rich.console import Console
-    console = Console(file=stream, width=width, force_terminal=colour or None,
-                      no_color=not colour, highlight=False, markup=False, emoji=False)
-    with console.capture() as captured:
-        for renderable in renderables:
-            if getattr(renderable, 'cells', None) and _too_wide(console, renderable):
-                renderable = _as_records(renderable)
-            console.print(renderable)
-    return captured.get()
-
-
-def _too_wide(console, made):
-    from rich.measure import Measurement
-    # measured as if the terminal were unbounded: rich clamps to its width
-    return Measurement.get(console, console.options.update_width(1 << 20), made).minimum \
-        > console.width

@@ -16,7 +16,7 @@ import stat
 
 from ..errors import AdgradError, UsageError
 from .common import Exit, input_values, load, report_nonfinite
-from .files import Output, cannot as _cannot
+from ..table.files import Output, cannot as _cannot
 
 FORMATS = ('svg', 'png', 'pdf', 'dot', 'text', 'html')
 EXTENSIONS = {'.svg': 'svg', '.png': 'png', '.pdf': 'pdf', '.dot': 'dot', '.gv': 'dot',

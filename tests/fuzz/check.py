@@ -67,7 +67,7 @@ def execute(case, limit):
 @contextlib.contextmanager
 def _points_read_by(reader):
     """pyarrow's CSV reader for a file of any size, or Python's alone (None: as it is)."""
-    from autodiff_cli.cli import points
+    from autodiff_cli.table import sources as points
     saved = points._ARROW_BYTES, points._pyarrow_csv
     if reader == 'pyarrow':
         points._ARROW_BYTES = 0

@@ -106,7 +106,7 @@ class Output:
             elif self.in_place:
                 self.file = open(self.path, 'ab' if self.binary else 'a', **text)
             else:
-                import tempfile   # with random and shutil, ~5 ms: not on every start-up
+                import tempfile   # with random and shutil: not on every start-up
                 folder, base = os.path.split(self.place.file)
                 handle, self.temp = tempfile.mkstemp(prefix=f'.{base}.', suffix='.tmp', dir=folder)
                 self.file = os.fdopen(handle, write, **text)

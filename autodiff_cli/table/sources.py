@@ -23,14 +23,12 @@ import math
 import re
 import sys
 
-from ..errors import AdgradError
-from .common import first_line
+from ..errors import AdgradError, first_line
+from .formats import Format
 
 CHUNK_ROWS = 65536
-# 1 MiB of input at a time: a chunk's buffers then stay in the processor's
-# cache and reuse memory, rather than fault in fresh pages. Against 4 MiB,
-# side by side, 10^7 rows of CSV in and out took 6.7 s instead of 8.1 s, at
-# a peak of 173 MB instead of 379 MB.
+# A mebibyte of input at a time: a chunk's buffers then stay in the processor's
+# cache and reuse memory, rather than fault in fresh pages (BENCHMARKS.md).
 _READ_BYTES = 1 << 20
 _ARROW_BYTES = 1 << 19  # a smaller file is read without importing pyarrow
 _ARROW_BLOCK = 1 << 20  # pyarrow's unit of parsing (a chunk is about one)
@@ -154,7 +152,7 @@ class Source:
 
     def __init__(self, name, kind, header):
         self.name, self.kind, self.header = name, kind, header
-        self.delimiter = '\t' if kind == 'tsv' else ','
+        self.delimiter = '\t' if kind == Format.TSV else ','
 
     def error(self, number, message):
         return AdgradError(f'{self.name}: {self.unit} {number}: {message}')
@@ -165,7 +163,7 @@ class Source:
         ends them: CSV at CR, LF or CRLF, JSON Lines at LF only."""
         text = before + error.before
         breaks = text.count(b'\n')
-        if self.kind != 'jsonl':
+        if self.kind != Format.JSONL:
             breaks += text.count(b'\r') - text.count(b'\r\n')
         return self.error(line + breaks, f'byte {error.offset} is not UTF-8 text')
 
@@ -345,7 +343,7 @@ class CsvSource(Source):
     def __init__(self, name, kind, stream):
         # (name and kind before the header is read: a bad byte there is an error naming them)
         self.name, self.kind = name, kind
-        self.delimiter = '\t' if kind == 'tsv' else ','
+        self.delimiter = '\t' if kind == Format.TSV else ','
         self.blocks = _Blocks(stream, name)
         self.pending, self.line = b'', 1
         # (first line, length) -> line breaks, of each block whose lines are
@@ -460,14 +458,14 @@ class CsvSource(Source):
     def _plain(self, block, lines):
         chunk = Chunk(self, range(*lines), block=block)
         # With two or more columns a blank line is checked for only where it
-        # matters (see fast_columns): the search costs 4.5 ms a MiB.
+        # matters (see fast_columns): the search is a pass over the block.
         chunk.maybe_blank = len(self.header) > 1 or _maybe_blank(block)
         return chunk
 
     def arrow(self, chunk):
         if self._arrow is False:
             if len(chunk.block) < _ARROW_BYTES:
-                return None  # float() is quicker than importing pyarrow (~0.1 s)
+                return None  # float() is quicker than importing pyarrow
             self._arrow = _pyarrow_csv()
         return self._arrow
 
@@ -519,7 +517,7 @@ class CsvSource(Source):
                     chunk.drop_blank()
                     return self.fast_columns(chunk, wanted, fills)
                 data = data.fill_null(fills[variable])
-            # Straight from Arrow's buffers: to_numpy() would import pandas (~0.5 s).
+            # Straight from Arrow's buffers: to_numpy() would import pandas.
             out[variable] = np.concatenate([
                 np.frombuffer(part.buffers()[1], np.float64, len(part), part.offset * 8)
                 for part in data.chunks]) if data.num_chunks != 1 else \
@@ -532,7 +530,7 @@ class CsvSource(Source):
 
 class JsonlSource(Source):
     def __init__(self, name, stream, header=None):
-        super().__init__(name, 'jsonl', header or [])
+        super().__init__(name, Format.JSONL, header or [])
         self.blocks = _Blocks(stream, name, breaks=b'\n')
 
     def chunks(self):
@@ -636,7 +634,7 @@ class ParquetSource(Source):
             self.file = pq.ParquetFile(path)
         except Exception as error:  # pyarrow's errors: not a Parquet file, truncated...
             raise AdgradError(f'cannot read {name}: {first_line(error)}') from None
-        super().__init__(name, 'parquet', check_header(name, self.file.schema_arrow.names))
+        super().__init__(name, Format.PARQUET, check_header(name, self.file.schema_arrow.names))
 
     def chunks(self):
         row = 1
@@ -701,7 +699,8 @@ def open_points(stream, name, path=None):
     if head.lstrip(b'\xef\xbb\xbf \t\r\n').startswith(b'{'):
         return JsonlSource(name, stream)
     first = re.split(rb'\r\n|\r|\n', head, maxsplit=1)[0]
-    kind = 'tsv' if name.endswith('.tsv') or (b'\t' in first and b',' not in first) else 'csv'
+    kind = Format.TSV if name.endswith('.tsv') or (b'\t' in first and b',' not in first) else \
+        Format.CSV
     return CsvSource(name, kind, stream)
 
 

@@ -17,8 +17,12 @@ import logging
 import os
 import signal
 
-from ..errors import AdgradError, UsageError
-from .common import Exit, first_line
+from ..errors import AdgradError, UsageError, first_line
+from .computations import Values, merge_bad
+from .formats import Format
+from .pipeline import AtBoundaries, Plan
+from .registry import WRITERS
+from .sources import open_points
 
 _PARQUET = ('.parquet', '.pq')
 _TEXT = ('.csv', '.tsv')
@@ -26,15 +30,16 @@ _JSON_LINES = ('.jsonl', '.ndjson', '.json')
 _GRAPHS = {}  # program text -> Graph, per worker process
 
 
-def run_dask(args, graph, bindings, names, warn):
-    output = getattr(args, 'output', None)
+def run_dask(options, graph, bindings, names, warn):
+    """options.points (files) through Values(graph, names), each file a task."""
+    output = options.output
     if output in (None, '-'):
         raise UsageError('--engine dask writes one file per points file: give -o DIR')
-    files = input_files(args.points, warn)
-    kind = 'parquet' if files[0].endswith(_PARQUET) else \
-        'tsv' if files[0].endswith('.tsv') else 'csv'
-    fmt = str(args.format) if args.format_given else kind
-    if fmt not in ('csv', 'tsv', 'jsonl', 'parquet'):
+    files = input_files(options.points, warn)
+    kind = Format.PARQUET if files[0].endswith(_PARQUET) else \
+        Format.TSV if files[0].endswith('.tsv') else Format.CSV
+    fmt = options.format or kind
+    if not WRITERS[fmt].in_parts:
         raise UsageError(f'--engine dask writes csv, tsv, jsonl or parquet files, not {fmt}')
     try:
         import asyncio
@@ -42,8 +47,7 @@ def run_dask(args, graph, bindings, names, warn):
         from dask.distributed import Client, LocalCluster, wait
     except ImportError:
         raise UsageError("--engine dask needs Dask: pip install 'adgrad[dask]'") from None
-    from .batch import AtBoundaries, Plan, merge_bad
-    plan = Plan(graph, bindings, names, warn)
+    plan = Plan(graph, bindings, Values(graph, names), warn)
     # The first file's header here, so that the usual mistakes (a column
     # missing, one the output would repeat) are said before a cluster starts.
     # The workers may run elsewhere, in another folder: they get each file's
@@ -54,9 +58,9 @@ def run_dask(args, graph, bindings, names, warn):
     folder = _Folder(output)
     # Ctrl-C from here on is noted and acted on between waits, and cleaning
     # up after it runs to the end: a second Ctrl-C cannot cut it short.
-    with AtBoundaries() as boundary, folder, _client(args, Client, LocalCluster) as client:
+    with AtBoundaries() as boundary, folder, _client(options, Client, LocalCluster) as client:
         futures = client.map(part, where, files, range(len(files)), text=graph.source,
-                             bindings=dict(bindings), names=list(names), fmt=fmt,
+                             bindings=dict(bindings), names=list(names), fmt=str(fmt),
                              folder=folder.temp, pure=False)
         while not boundary.hit:
             try:
@@ -76,9 +80,8 @@ def run_dask(args, graph, bindings, names, warn):
         for found, rows in client.gather(futures):   # in file order
             bad, count = merge_bad(bad, found), count + rows
         # under --strict a non-finite row is an error: DIR is then not written
-        plan.report(bad, count, args.strict, warn)
+        plan.report(bad, count, options.strict, warn)
         folder.commit()
-    return Exit.OK
 
 
 def _failure(name, future):
@@ -138,12 +141,12 @@ def input_files(pattern, warn):
 class _client:
     """A client of --scheduler ADDRESS, or of a local cluster on this machine's cores."""
 
-    def __init__(self, args, client, local):
-        self.args, self.make_client, self.make_local = args, client, local
+    def __init__(self, options, client, local):
+        self.options, self.make_client, self.make_local = options, client, local
         self.cluster = self.scratch = self.config = None
 
     def __enter__(self):
-        address = getattr(self.args, 'scheduler', None)
+        address = self.options.scheduler
         # The client's own log (a lost connection, a task's traceback) stays
         # out of stderr too: what went wrong is said once, as adgrad's error.
         # (Every logger of the process, restored after: distributed's own
@@ -161,9 +164,10 @@ class _client:
 
                 import dask
                 self.scratch = tempfile.mkdtemp(prefix='adgrad-dask-')
-                # Its workers leave Ctrl-C to adgrad (cli/dask_worker.py).
+                # Its workers run the caller's setup (the command line's leaves Ctrl-C to it).
                 self.config = dask.config.set({'temporary-directory': self.scratch,
-                                               **worker_preload(dask.config.get)})
+                                               **worker_preload(dask.config.get,
+                                                                self.options.worker_setup)})
                 try:
                     with _interrupts_held():
                         self.cluster = self.make_local(n_workers=os.cpu_count() or 1,
@@ -206,16 +210,15 @@ class _client:
 
 
 class _interrupts_held:
-    """SIGINT held back (blocked, not lost) while a local cluster starts.
+    """SIGINT held back (blocked, not lost) while a local cluster starts:
+    delivered when the start is over, and acted on at the first boundary
+    (pipeline.AtBoundaries)."""
 
-    Ctrl-C at a terminal signals the whole process group: a worker still
-    importing Dask, before its preload can ignore it, would die printing a
-    traceback, and the cluster's start would fail ('Nanny failed to
-    start'). A blocked signal stays blocked across fork and exec, and so do
-    the threads the cluster starts from this one, which spawn its
-    processes: the workers begin with SIGINT held, and their preload
-    (cli/dask_worker.py) drops it. Here it is delivered when the start is
-    over, and acted on at the first boundary (batch.AtBoundaries)."""
+    # Ctrl-C at a terminal signals the whole process group: a worker still
+    # importing Dask, before its preload can ignore it, would die printing a
+    # traceback ('Nanny failed to start'). A blocked signal stays blocked
+    # across fork and exec, and so do the threads the cluster starts from
+    # this one: the workers begin with SIGINT held; their preload drops it.
 
     def __enter__(self):
         self.mask = None
@@ -233,14 +236,16 @@ class _interrupts_held:
             signal.pthread_sigmask(signal.SIG_SETMASK, self.mask)
 
 
-def worker_preload(get):
-    """Dask settings that add cli/dask_worker.py to the workers' preloads, after
-    any the user's own configuration names (with an empty argument list of
-    its own where the user's give one list per preload)."""
+def worker_preload(get, module):
+    """Dask settings that add `module` to the workers' preloads, after any
+    the user's own configuration names (with an empty argument list of its
+    own where the user's give one list per preload); none for no module."""
+    if module is None:
+        return {}
     preload = get('distributed.worker.preload', None) or []
     preload = [preload] if isinstance(preload, str) else list(preload)
     argv = list(get('distributed.worker.preload-argv', None) or [])
-    settings = {'distributed.worker.preload': [*preload, 'autodiff_cli.cli.dask_worker']}
+    settings = {'distributed.worker.preload': [*preload, module]}
     if argv and all(isinstance(a, (list, tuple)) for a in argv):
         settings['distributed.worker.preload-argv'] = [*argv, []]
     return settings
@@ -298,11 +303,9 @@ def part(path, name, number, text, bindings, names, fmt, folder):
     checks, the same messages naming the file and line), streamed through
     the batch into folder/part-NNNNN.EXT. Returns what Plan.stream returns:
     the first non-finite node and in how many rows (or None), and the rows."""
-    from .batch import Plan, make_writer
-
-    plan = Plan(_graph(text), bindings, names, _QUIET)
-    ending = {'plain': 'tsv'}.get(fmt, fmt)
-    target = os.path.join(folder, f'part-{number:05d}.{ending}')
+    graph, fmt = _graph(text), Format(fmt)
+    plan = Plan(graph, bindings, Values(graph, names), _QUIET)
+    target = os.path.join(folder, f'part-{number:05d}.{fmt}')
     with _opened(path, name) as source:
         _checked(plan, source)
         try:
@@ -310,7 +313,8 @@ def part(path, name, number, text, bindings, names, fmt, folder):
         except OSError as error:
             raise UsageError(f'cannot write {target}: {error.strerror.lower()}') from None
         with file:
-            return plan.stream(source, make_writer(fmt, source, plan, file), None, None, _QUIET)
+            writer = WRITERS[fmt].make(fmt, source, plan.outputs, file)
+            return plan.stream(source, writer, None, None, _QUIET)
 
 
 class _opened:
@@ -320,7 +324,6 @@ class _opened:
         self.path, self.name, self.stream, self.source = path, name, None, None
 
     def __enter__(self):
-        from .points import open_points
         if self.path.endswith(_PARQUET):
             self.source = open_points(None, self.name, self.path)
             return self.source

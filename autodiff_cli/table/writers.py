@@ -1,12 +1,13 @@
 """Rows of a batch out, chunk by chunk: input cells followed by computed
 columns, in CSV, TSV, JSON Lines, JSON, Parquet or a table; numbers in
-shortest round-trip form."""
+shortest round-trip form. WRITERS is the one registry, by Format."""
 
 import json
 import re
 
-from .output import json_number as _json_number, number
-from .points import ABSENT
+from ..core.numbers import number
+from .formats import Format, json_number as _json_number
+from .sources import ABSENT
 
 
 def _cell(x):
@@ -121,14 +122,12 @@ def arrow_echo(block, computed, delimiter, file, numbers=None):
     """Rows out as each input line (`block`: LF-terminated lines, one per
     row) followed by its computed numbers: the same bytes as computed_lines
     beside chunk.lines, without a Python object per row. `numbers` is
-    number_text(computed, delimiter), if made already.
-
-    orjson writes the numbers flat, [a,b,c,d]; Arrow then joins two texts
-    row by row, in C. Row i > 0 is the input from the line break before it
-    (`\\nline`) and the numbers from the delimiter before its first (`,c,d`):
-    both are slices of one buffer end to end, so no byte is copied to make
-    them, and the join of every row is the output from row 0's numbers on.
-    """
+    number_text(computed, delimiter), if made already."""
+    # orjson writes the numbers flat, [a,b,c,d]; Arrow then joins two texts
+    # row by row, in C. Row i > 0 is the input from the line break before it
+    # ('\nline') and the numbers from the delimiter before its first (',c,d'):
+    # both are slices of one buffer end to end, so no byte is copied to make
+    # them, and the join of every row is the output from row 0's numbers on.
     import numpy as np
     import pyarrow as pa
     from pyarrow import _compute
@@ -160,7 +159,7 @@ def arrow_echo(block, computed, delimiter, file, numbers=None):
 
 
 # Arrow arrays made from their buffers: pa.array() looks for pandas, and
-# importing it costs 0.2 s, more than writing 10^6 rows.
+# importing it costs more than writing a million rows.
 
 def binary_array(pieces, valid=None):
     """An Arrow binary array of byte strings; `valid` (bools) marks the
@@ -210,12 +209,12 @@ class TextRows:
 
     may_lag = True  # batch.py may run it in a thread of its own
 
-    def __init__(self, fmt, header, file, echo):
+    def __init__(self, fmt, source, outputs, file):
         import csv
         self.csv = csv
-        self.delimiter = ',' if fmt == 'csv' else '\t'
-        self.file, self.echo = file, echo
-        file.write(_text(lambda f: self._writer(f).writerow(header)))
+        self.delimiter, echoed = _DELIMITED[fmt]
+        self.file, self.echo = file, source.kind == echoed
+        file.write(_text(lambda f: self._writer(f).writerow(source.header + outputs)))
 
     def _writer(self, f):
         return self.csv.writer(f, delimiter=self.delimiter, lineterminator='\n')
@@ -254,17 +253,42 @@ class TextRows:
         pass
 
 
+# Delimited text: each format's delimiter, and the points' format whose rows it echoes.
+_DELIMITED = {Format.CSV: (',', Format.CSV), Format.TSV: ('\t', Format.TSV),
+              Format.PLAIN: ('\t', Format.TSV)}
+
+
 class JsonRows:
-    """JSON Lines, or one JSON array of row objects."""
+    """JSON Lines: one object per row."""
 
-    def __init__(self, fmt, header, outputs, file, cells_are_text):
-        self.fmt, self.header, self.outputs, self.file = fmt, header, outputs, file
-        self.as_json = _json_cell if cells_are_text else _json_value
+    opening, closing, between = b'', b'', b'\n'
+    may_lag = True  # pipeline.py may run it in a thread of its own
+
+    def __init__(self, fmt, source, outputs, file):
+        import orjson
+        self.header, self.outputs, self.file = source.header, outputs, file
+        self.as_json = _json_cell if source.kind in _DELIMITED else _json_value
         self.first = True
-        if fmt == 'json':
-            file.write(b'[')
+        # Each key as orjson writes it, with what comes before it in an object.
+        self.keys = [b'{' * (i == 0) + b',' * (i > 0) + orjson.dumps(k) + b':'
+                     for i, k in enumerate(source.header + outputs)]
+        file.write(self.opening)
 
-    def write(self, chunk, computed):
+    def prepare(self, chunk, computed):
+        """What the chunk's own thread does first: leave out its blank lines,
+        so that a writer in a thread of its own changes nothing of it."""
+        chunk.drop_blank()
+
+    def write(self, chunk, computed, prepared=None):
+        if not len(chunk):
+            return
+        body = self._columns(chunk, computed, prepared)
+        if body is None:
+            body = self._rows(chunk, computed)
+        self.file.write(self.joined(body))
+
+    def _rows(self, chunk, computed):
+        """The objects row by row: any chunk, at Python's speed."""
         import orjson
         numbers = [column.tolist() for column in computed]
         if chunk.objects is not None:  # JSON Lines in: each object's own keys, in its order
@@ -275,18 +299,29 @@ class JsonRows:
         objects = []
         for i, row in enumerate(inputs):
             row.update(zip(self.outputs, (_json_number(n[i]) for n in numbers)))
-            objects.append(orjson.dumps(row).decode())
-        if not objects:
-            return
-        if self.fmt == 'jsonl':
-            self.file.write(('\n'.join(objects) + '\n').encode())
-        else:
-            self.file.write((('\n' if self.first else ',\n') + ',\n'.join(objects)).encode())
-            self.first = False
+            objects.append(orjson.dumps(row))
+        return self.between.join(objects) + self.between
+
+    def _columns(self, chunk, computed, prepared):
+        """The chunk's objects at once (json_columns.py), or None: row by row."""
+        return None
+
+    def joined(self, body):
+        return body
 
     def close(self):
-        if self.fmt == 'json':
-            self.file.write(b'\n]\n')
+        self.file.write(self.closing)
+
+
+class JsonArrayRows(JsonRows):
+    """JSON: one array of row objects."""
+
+    opening, closing, between = b'[', b'\n]\n', b',\n'
+
+    def joined(self, body):
+        text = (b'\n' if self.first else b',\n') + body[:-len(self.between)]
+        self.first = False
+        return text
 
 
 class TableRows:
@@ -295,9 +330,9 @@ class TableRows:
     text to rich (never markup). Unlike the other writers, it writes text
     to a text stream (the terminal)."""
 
-    def __init__(self, header, file):
+    def __init__(self, fmt, source, outputs, file):
         from collections import deque
-        self.header, self.file = header, file
+        self.header, self.file = source.header + outputs, file
         self.head, self.tail, self.count = [], deque(maxlen=TABLE_ROWS), 0
 
     def write(self, chunk, computed):
@@ -320,7 +355,7 @@ class TableRows:
                 self.tail.append(row)
 
     def close(self):
-        from .output import rich_text, table
+        from .rich_tables import rich_text, table
         rows = list(self.head)
         hidden = self.count - len(self.head) - len(self.tail)
         if hidden:
@@ -335,8 +370,8 @@ class ParquetRows:
     """Parquet: input columns as they were (text, from CSV or JSON Lines),
     then the computed float64 columns."""
 
-    def __init__(self, header, outputs, path):
-        self.header, self.outputs, self.path, self.writer = header, outputs, path, None
+    def __init__(self, fmt, source, outputs, path):
+        self.header, self.outputs, self.path, self.writer = source.header, outputs, path, None
 
     def write(self, chunk, computed):
         if chunk.table is not None:
@@ -344,7 +379,7 @@ class ParquetRows:
         import pyarrow as pa
         rows = chunk.rows()
         spans = [(0, len(rows))]
-        while spans:   # in order; a span with more than 2 GiB of a column's text is halved
+        while spans:   # in order; a span with more of a column's text than Arrow holds is halved
             start, stop = spans.pop()
             columns = list(zip(*rows[start:stop])) if stop > start else [()] * len(self.header)
             try:

@@ -1,0 +1,121 @@
+"""What a command computes on each chunk of points: its result columns.
+
+A computation has `outputs` (the names of the columns it adds), a call that
+takes a chunk's columns ({variable: float64 array}, the command line's
+values filled in) and its number of rows, and returns (columns, bad), and
+report(bad, count, strict, warn) for what `bad` gathered over the chunks.
+"""
+
+from ..errors import UsageError, numerical
+
+
+def input_values(graph, bindings, warn):
+    """The program's defaults, then the command line's bindings of its inputs;
+    a binding of no input is a warning, of a computed name an error."""
+    for name in bindings:
+        if name not in graph.inputs:
+            if any(node.name == name for node in graph.nodes):
+                raise UsageError(f"cannot bind '{name}': the program computes it")
+            warn(f"'{name}' is not used by the expression")
+    values = dict(graph.defaults)
+    values.update((k, v) for k, v in bindings.items() if k in graph.inputs)
+    return values
+
+
+def where(graph, i):
+    return f'{graph.text(i, 60) or graph.label(i)} (node {i})'
+
+
+def merge_bad(so_far, chunk_bad):
+    """The first non-finite node over chunks: the lowest node id, with the rows
+    where it is not finite summed over the chunks where it is the first."""
+    if chunk_bad is None:
+        return so_far
+    if so_far is None or chunk_bad[0] < so_far[0]:
+        return chunk_bad
+    if chunk_bad[0] == so_far[0]:
+        return (so_far[0], so_far[1] + chunk_bad[1])
+    return so_far
+
+
+class Values:
+    """eval and grad: the value, then ∂f/∂name for each of `names`, on the
+    array algebra; `bad` is the first non-finite node and its rows."""
+
+    def __init__(self, graph, names):
+        self.graph, self.names = graph, list(names)
+        self.outputs = ['value'] + [f'd_{n}' for n in self.names]
+
+    def __call__(self, columns, rows):
+        from ..core.batch import run_batch
+        value, gradient, bad = run_batch(self.graph, columns, rows, self.names)
+        return [value, *gradient.values()], bad
+
+    def report(self, bad, count, strict, warn):
+        if bad is None:
+            return
+        node, rows_hit = bad
+        past = node - len(self.graph.nodes)   # a gradient's, past the tape (see run_batch)
+        if past >= 0:
+            numerical(f'the gradient ∂f/∂{self.names[past]} is not finite in {rows_hit} of '
+                      f'{count} rows', strict, warn)
+        else:
+            numerical(f'{where(self.graph, node)} is not finite in {rows_hit} of {count} rows, '
+                      'the first node where that happens', strict, warn)
+
+
+def _points(graph, columns, rows):
+    """Each row's inputs as a dict of floats, as one point's passes take them."""
+    import numpy as np
+    lists = {name: column.tolist() if isinstance(column, np.ndarray) else [float(column)] * rows
+             for name, column in columns.items() if name in graph.inputs}
+    return [dict(zip(lists, values)) for values in zip(*lists.values())] if lists else \
+        [{} for _ in range(rows)]
+
+
+class HessianEntries:
+    """hessian: ∂²f/∂a∂b for every pair of `names`, row-major, one point at a time."""
+
+    def __init__(self, graph, names):
+        from ..derive.hessian import gradient_graph
+        self.graph, self.names = graph, list(names)
+        self.prepared = gradient_graph(graph, self.names)
+        self.outputs = [f'd2_{a}_{b}' for a in self.names for b in self.names]
+
+    def __call__(self, columns, rows):
+        import numpy as np
+
+        from ..derive.hessian import hessian
+        entries = np.empty((rows, len(self.outputs)), np.float64)
+        for i, point in enumerate(_points(self.graph, columns, rows)):
+            matrix = hessian(self.graph, point, self.names, self.prepared)
+            entries[i] = [v for line in matrix for v in line]
+        return list(entries.T), None
+
+    def report(self, bad, count, strict, warn):
+        pass
+
+
+class CheckVerdicts:
+    """check: reverse mode against finite differences at each row, as
+    (point number, CheckRow) pairs, points numbered from 1 over the chunks."""
+
+    outputs = ()   # its rows are its own, not the points' with columns added
+
+    def __init__(self, graph, names, order):
+        self.graph, self.names, self.order = graph, list(names), order
+        self.done = 0
+
+    def __call__(self, columns, rows):
+        from ..derive.check import check_gradient, check_hessian
+        verdicts = []
+        for point in _points(self.graph, columns, rows):
+            self.done += 1
+            found = check_gradient(self.graph, point, self.names)
+            if self.order == 2:
+                found += check_hessian(self.graph, point, self.names)
+            verdicts += [(self.done, row) for row in found]
+        return verdicts, None
+
+    def report(self, bad, count, strict, warn):
+        pass

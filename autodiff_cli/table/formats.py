@@ -1,0 +1,64 @@
+"""The one enum of formats, of points in and rows out, and the file endings
+that name them."""
+
+import enum
+
+
+class Choice(str, enum.Enum):
+    """An enum of command-line words: it prints, formats and hashes as its word,
+    so it is also equal to that string (`Format.CSV == 'csv'`)."""
+
+    def __str__(self):
+        return self.value
+
+    def __format__(self, spec):
+        return format(self.value, spec)
+
+    __hash__ = str.__hash__
+
+    @classmethod
+    def words(cls):
+        """The members a user may name with --format (all, unless a subclass says)."""
+        return list(cls)
+
+    @classmethod
+    def parse(cls, text):
+        """The member for a word, as an argparse `type`: a bad word is a usage error."""
+        words = cls.words()
+        if text in words:
+            return cls(text)
+        import argparse
+        raise argparse.ArgumentTypeError(
+            f"invalid choice: '{text}' (choose from {', '.join(words)})") from None
+
+
+class Format(Choice):
+    TABLE = 'table'     # on a terminal: rich tables
+    PLAIN = 'plain'     # tab-separated lines whose first field says what the line holds
+    JSON = 'json'
+    JSONL = 'jsonl'
+    CSV = 'csv'
+    TSV = 'tsv'
+    PARQUET = 'parquet'  # named by a file's ending only, never by --format
+
+    @classmethod
+    def words(cls):
+        return [f for f in cls if f is not cls.PARQUET]
+
+
+# A file's ending, as -o FILE or --points FILE gives it, and the format it names.
+ENDINGS = {'.csv': Format.CSV, '.tsv': Format.TSV, '.jsonl': Format.JSONL,
+           '.ndjson': Format.JSONL, '.json': Format.JSON, '.parquet': Format.PARQUET,
+           '.pq': Format.PARQUET}
+
+
+def by_ending(path):
+    """The format a file's name gives, or None."""
+    import os
+    return ENDINGS.get(os.path.splitext(path)[1].lower())
+
+
+def json_number(x):
+    """A float for JSON: itself, or 'inf', '-inf', 'nan' as strings."""
+    from ..core.numbers import number
+    return x if x - x == 0 else number(x)   # x - x is nan exactly for inf and nan
