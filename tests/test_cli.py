@@ -370,3 +370,22 @@ def test_a_name_and_value_list_too_narrow_puts_each_value_below_its_name(run_cli
     numbers = [line.split('\t')[1] for line in plain.splitlines()]
     lines = [line.strip() for line in out.splitlines()]
     assert [lines[lines.index(name) + 1] for name in ('value', '∂f/∂x', '∂f/∂y')] == numbers
+
+
+def test_check_csv_quotes_a_hessian_entry_so_every_row_has_the_header_s_fields(run_cli):
+    import csv
+    code, out, _ = run_cli('check', 'x^3*y + abs(y - 2)', 'x=1', 'y=2', '--order', '2',
+                           '--format', 'csv')
+    rows = list(csv.reader(io.StringIO(out)))
+    assert code == 0 and {len(r) for r in rows} == {8}
+    entries = [r[1] for r in rows[1:]]
+    assert entries == ['x', 'y', 'x,x', 'y,x', 'x,y', 'y,y']
+    assert float(rows[entries.index('x,x') + 1][2]) == 6.0 * 1 * 2    # d2/dx2 x^3 y = 6xy
+
+
+@pytest.mark.parametrize('command', ['check', 'hessian'])
+def test_a_format_a_command_cannot_write_is_named_by_its_word(command, run_cli):
+    code, _, err = run_cli(command, 'x*y', 'x=1', 'y=2', '--format', 'jsonl' if command == 'check'
+                           else 'xml')
+    assert code == 2 and "invalid choice: '" in err and '(choose from table, plain, json' in err
+    assert '<' not in err and err.count('\n') == 1

@@ -40,7 +40,7 @@ def add_arguments(parser, command):
     parser.add_argument('--points', metavar='FILE',
                         help="check at every row of FILE (CSV, TSV, JSON Lines or Parquet; "
                              "'-' is standard input)")
-    parser.add_argument('--format', type=Format.parse, choices=FORMATS, default=None,
+    parser.add_argument('--format', type=Format.parser(FORMATS), default=None,
                         help='table on a terminal, plain (tab-separated) otherwise; json, csv, tsv')
     parser.add_argument('--json', dest='format', action='store_const', const=Format.JSON,
                         help='same as --format json')
@@ -123,12 +123,18 @@ def _table(results, env):
 
 
 def _delimited(delimiter, header, first=()):
-    """Delimited lines: `header` on top, `first` before each row's cells."""
+    """Delimited lines: `header` on top, `first` before each row's cells. A
+    CSV cell that holds a comma (a Hessian entry's `x,y`, a reason) is quoted."""
+    def cell(text):
+        if delimiter == ',' and any(c in text for c in ',"\n'):
+            return '"' + text.replace('"', '""') + '"'
+        return text
+
     def text(results, env):
         lines = [delimiter.join(COLUMNS)] if header else []
         for k, row in results:
             cells = [number(c) if isinstance(c, float) else str(c) for c in _cells(k, row)]
-            lines.append(delimiter.join([*first, *cells]))
+            lines.append(delimiter.join([*first, *map(cell, cells)]))
         return '\n'.join(lines) + '\n'
     return text
 

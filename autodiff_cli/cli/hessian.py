@@ -24,7 +24,7 @@ def add_arguments(parser, command):
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     add_input(parser)
     parser.add_argument('--wrt', metavar='X,Y', help='rows and columns for these variables')
-    parser.add_argument('--format', type=Format.parse, choices=FORMATS, default=None,
+    parser.add_argument('--format', type=Format.parser(FORMATS), default=None,
                         help='table on a terminal, plain (tab-separated) otherwise; json, jsonl, '
                              'csv, tsv (with --points: the points file\'s format by default)')
     parser.add_argument('--json', dest='format', action='store_const', const=Format.JSON,

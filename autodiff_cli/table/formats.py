@@ -22,14 +22,20 @@ class Choice(str, enum.Enum):
         return list(cls)
 
     @classmethod
-    def parse(cls, text):
-        """The member for a word, as an argparse `type`: a bad word is a usage error."""
-        words = cls.words()
+    def parse(cls, text, words=None):
+        """The member for a word, as an argparse `type`: a word outside
+        `words` (default: words()) is a usage error that lists them."""
+        words = cls.words() if words is None else words
         if text in words:
             return cls(text)
         import argparse
         raise argparse.ArgumentTypeError(
             f"invalid choice: '{text}' (choose from {', '.join(words)})") from None
+
+    @classmethod
+    def parser(cls, words):
+        """parse() limited to `words`, for a command that writes only some."""
+        return lambda text: cls.parse(text, words)
 
 
 class Format(Choice):
