@@ -189,7 +189,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _columns():
     # argparse's own default imports shutil (and with it bz2, lzma, fnmatch)
-    # for this, on every command: ~3 ms of start-up.
+    # for this, on every command's start-up.
     try:
         return int(os.environ.get('COLUMNS', ''))
     except ValueError:

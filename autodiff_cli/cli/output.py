@@ -2,7 +2,7 @@
 builder; numbers through core.numbers, the one formatter pictures use too.
 
 A writer per format turns a Result into text, or into parts of text (plain
---nodes, which can be 16 MB); write() puts it on stdout. A refusal (a name
+--nodes of a large graph); write() puts it on stdout. A refusal (a name
 that would repeat a column) comes before any text, so it leaves stdout
 empty. Numbers print in shortest round-trip form: float(text) == value.
 User text reaches rich only as Text, never as markup.
@@ -103,7 +103,7 @@ class NodeRows:
 
 class _Texts:
     """graph.texts(limit) as a column, made anew at each reading rather than
-    held: 10^5 texts of a deep expression are 30 MB."""
+    held: a text per node of a large graph, each up to `limit` long."""
     __slots__ = ('graph', 'limit')
 
     def __init__(self, graph, limit):
@@ -151,9 +151,9 @@ def plain(result, env):
 
 
 def _node_lines(head, rows, part=8192):
-    """`head`, then a line per node, joined a part at a time: the text of 10^5
-    nodes is 16 MB, and in one piece it would be made, and encoded, in fresh
-    memory whose every page faults in."""
+    """`head`, then a line per node, joined a part at a time: in one piece
+    the text of a large graph would be made, and encoded, in fresh memory
+    whose every page faults in."""
     from itertools import islice
     yield head
     # The hot loop of --nodes: rows unpacked (a field by name costs more),

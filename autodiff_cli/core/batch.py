@@ -16,9 +16,8 @@ from .primitives import PRIMITIVES
 
 _BLOCK = 32768  # rows at a time: a float64 column of them is 256 KiB, cache-sized
 # A block keeps every node's values and gradients: a graph of many nodes
-# takes fewer rows at a time, so that they stay within this (1,802 nodes at
-# 2 * 10^5 points: 2.5 s and 138 MB, where blocks of 32,768 rows took 3.6 s
-# and 582 MB, most of the extra time faulting in fresh pages).
+# takes fewer rows at a time, so that they stay within this, reused memory
+# rather than fresh pages to fault in.
 _BLOCK_BYTES = 32 << 20
 _FEWEST_ROWS = 64
 
@@ -35,24 +34,17 @@ def _arrays():
 
 
 def run_batch(graph, columns, rows, wrt=()):
-    """Values, and gradients for the names in `wrt`, at `rows` points.
-
-    `columns` maps each input name to an array of `rows` values, or to one
-    number for every row. Returns (value, {name: gradient}, bad): float64
-    arrays of length `rows`, and (node id, rows) for the first node whose
-    value is not finite in some rows, and in how many, or None. Only rows
-    whose value or gradients are not finite are searched and counted: a
-    non-finite intermediate that the output masks (exp(-inf) = 0) goes
-    unreported. Where every node's value is finite in those rows, the id is
-    len(graph.nodes) + k for the first gradient, wrt[k], that is not.
-
-    The rows go through in blocks that fit in the processor's cache: every
-    intermediate array is then reused memory, hot in cache, instead of fresh
-    pages for each of the graph's nodes.
+    """Values, and gradients for the names in `wrt`, at `rows` points, in
+    cache-sized blocks of rows. `columns`: each input's array of `rows`
+    values, or one number for every row. Returns (value, {name: gradient},
+    bad): float64 arrays, and (node id, rows) for the first node not finite
+    in some row whose results are not finite, and in how many; None if none.
+    Where every node is finite in those rows, the id is len(graph.nodes) + k
+    for the first gradient, wrt[k], that is not.
     """
     np, arrays = _arrays()
     # An array each, not rows of one matrix: over 32 MiB, an array is a fresh
-    # mapping whose every page faults in (7 x 10^6 results: 10 ms of 40).
+    # mapping whose every page faults in.
     value = np.empty(rows)
     gradient = {name: np.empty(rows) for name in wrt}
     first_bad, bad_rows = None, 0

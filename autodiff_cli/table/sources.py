@@ -281,7 +281,7 @@ def _maybe_blank(block):
 
 def _line_breaks(block):
     """block.count(b'\\n'), at NumPy's speed: bytes.count steps through a
-    block byte by byte (0.4 ms a MiB, against 0.06 ms)."""
+    block byte by byte."""
     import numpy as np
     return int(np.count_nonzero(np.frombuffer(block, np.uint8) == ord('\n')))
 
