@@ -118,3 +118,22 @@ def test_first_nonfinite_is_the_first_inf_or_nan_whatever_the_sum_does():
     check()
     assert first_nonfinite([1e308, 1e308]) is None          # the sum overflows, no value does
     assert first_nonfinite([1.0, math.inf, -math.inf]) == 1  # the sum is nan
+
+
+def test_a_recorded_tape_is_freed_when_unused_not_left_to_the_cycle_collector():
+    """A tape that referred to itself (its own bound methods in its dict) would
+    outlive its last use until a collection, or to the interpreter's exit."""
+    import gc
+    import weakref
+
+    from autodiff_cli.derive.record import differentiate
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        derivative = differentiate(lower('if(x > 0, sin(x)*y, y^2)'))
+        tape = weakref.ref(derivative.tape)
+        del derivative
+        assert tape() is None
+    finally:
+        if enabled:
+            gc.enable()

@@ -16,7 +16,6 @@ same op on the same arguments again returns the same node, so shared
 subexpressions stay shared (hash-consing).
 """
 
-from functools import partial
 
 from ..core.branches import MaskedBranches
 from ..core.graph import Graph, Node
@@ -51,12 +50,8 @@ class Tape:
         self.simplify = simplify
         self.replaying = False     # the program's own operands keep the order it wrote
         self.gates = 0             # `if` and `where` nodes recorded: none, no gate to look for
-        for name, row in PRIMITIVES.items():
-            fast = self._unary if row.arity == 1 else self._binary if row.arity == 2 else None
-            setattr(self, name, partial(fast or self.apply, name))
-        self.branches = self._branches
 
-    def _branches(self, condition, g):
+    def branches(self, condition, g):
         """What the two branches of an `if` receive: g, gated by the
         condition, so that the untaken branch's part of a derivative is
         never computed, let alone multiplied by an inf (simplify.py pushes
@@ -189,6 +184,22 @@ class Tape:
             return node.value if node.op == 'const' else None
         return x
 
+
+
+def _method(name, arity):
+    """Tape.NAME(*args), the algebra's method for a primitive: apply() by arity.
+    On the class, not bound into each tape, so a tape is freed as soon as it
+    is unused (bound methods in its own dict would make it a cycle)."""
+    if arity == 1:
+        return lambda tape, a: tape._unary(name, a)
+    if arity == 2:
+        return lambda tape, a, b: tape._binary(name, a, b)
+    return lambda tape, *args: tape.apply(name, *args)
+
+
+for _name, _row in PRIMITIVES.items():
+    if _name not in vars(Tape):      # branches is the tape's own
+        setattr(Tape, _name, _method(_name, _row.arity))
 
 def replay(graph, tape):
     """Each node of `graph` recorded on `tape`: its Ref, or a float for a
