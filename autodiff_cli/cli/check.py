@@ -114,7 +114,7 @@ def _json(results, env):
 
 
 def _table(results, env):
-    from .output import rich_text, table
+    from ..table.rich_tables import rich_text, table
     columns = [(c.replace('_', ' '), 'right' if c in ('ad', 'fd', 'abs_error', 'rel_error')
                 else 'left', None) for c in COLUMNS]
     rows = [[c if isinstance(c, str) else number(c) if isinstance(c, float) else str(c)

@@ -7,7 +7,7 @@ import re
 import sys
 
 from ..errors import AdgradError, UsageError, first_line, numerical  # noqa: F401 - shared
-from ..table.computations import input_values, where  # noqa: F401 - shared
+from ..table.bindings import input_values, where  # noqa: F401 - shared
 
 # Patterns as text, compiled (by re's cache) only for a value that needs one:
 # compiling them costs more than the rest of reading x=2 y=3 (see _is_number).

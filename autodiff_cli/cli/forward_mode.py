@@ -46,7 +46,9 @@ def _passes_json(result, records, env):
 
 
 def _passes_table(result, records, env):
-    from .output import rich_text, table, table_text
+    from ..table.rich_tables import rich_text, table
+
+    from .output import table_text
     d = env.partial
     shown = [table([('id', 'right', None), ('op', 'left', None), ('expression', 'left', None),
                     ('value', 'right', None), (f'{d}node/{d}{name}', 'right', None)],

@@ -64,7 +64,7 @@ def _matrix_json(matrix, names, env):
 
 
 def _matrix_table(matrix, names, env):
-    from .output import rich_text, table
+    from ..table.rich_tables import rich_text, table
     columns = [('', 'left', 'bold')] + [(n, 'right', None) for n in names]
     rows = [[n] + [number(v) for v in row] for n, row in zip(names, matrix)]
     d = env.partial

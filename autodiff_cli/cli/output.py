@@ -14,7 +14,6 @@ from operator import itemgetter
 from ..core.numbers import number
 from ..errors import UsageError
 from ..table.formats import Format, json_number
-from ..table.rich_tables import rich_text, table
 
 # ---- results ----
 
@@ -238,6 +237,7 @@ def json_lines(result, env):
 
 
 def table_text(result, env):
+    from ..table.rich_tables import rich_text, table   # only on a terminal
     d = env.partial
     summary = table([('', 'left', 'bold'), ('', 'right', None)],
                     [['f', result.title], ['value', number(result.value)]]
@@ -253,6 +253,7 @@ def node_table(result, env, d):
     """The nodes as a table. Numbers are never cut; on a terminal too narrow
     for them at full precision and a readable expression column, they are
     shown to 7 significant digits (plain and json keep every digit)."""
+    from ..table.rich_tables import table
     import shutil
     has_grad = result.gradients is not None
     has_block = any(r.block for r in result.nodes)

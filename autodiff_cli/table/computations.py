@@ -6,24 +6,8 @@ values filled in) and its number of rows, and returns (columns, bad), and
 report(bad, count, strict, warn) for what `bad` gathered over the chunks.
 """
 
-from ..errors import UsageError, numerical
-
-
-def input_values(graph, bindings, warn):
-    """The program's defaults, then the command line's bindings of its inputs;
-    a binding of no input is a warning, of a computed name an error."""
-    for name in bindings:
-        if name not in graph.inputs:
-            if any(node.name == name for node in graph.nodes):
-                raise UsageError(f"cannot bind '{name}': the program computes it")
-            warn(f"'{name}' is not used by the expression")
-    values = dict(graph.defaults)
-    values.update((k, v) for k, v in bindings.items() if k in graph.inputs)
-    return values
-
-
-def where(graph, i):
-    return f'{graph.text(i, 60) or graph.label(i)} (node {i})'
+from ..errors import numerical
+from .bindings import input_values, where  # noqa: F401 - the computations' own too
 
 
 def merge_bad(so_far, chunk_bad):
