@@ -86,9 +86,11 @@ def adgrad_command():
 
 
 def shell(command):
-    """A command list as one would type it."""
+    """A command list as one would type it: a program of the environment
+    by its name, so that no machine's path is written into BENCHMARKS.md."""
     import shlex
-    return ' '.join(shlex.quote(part) for part in command)
+    return ' '.join(shlex.quote(Path(part).name if part.startswith(sys.prefix + os.sep) else part)
+                    for part in command)
 
 
 def run_process(command, stdout_path=os.devnull, stdin_path=None, cwd=None):
@@ -579,7 +581,7 @@ def report(figures, command, started, load, reference, quick, adgrad):
         f'load average {load[0]:.2f} at the start, {os.getloadavg()[0]:.2f} at the end; '
         f'`sum(range(10**7))` took {reference[0]:.0f} ms at the start, '
         f'{reference_loop():.0f} ms at the end',
-        f'- Python {platform.python_version()} ({sys.executable})',
+        f'- Python {platform.python_version()} (in a virtual environment: {sys.prefix != sys.base_prefix})',
         f'- adgrad {v["autodiff_cli"]} ({git_state()}), run as `{shell(adgrad)}`; '
         f'Lark {v["lark"]}, NumPy {v["numpy"]}, PyTorch {v["torch"]}',
         '', '| figure | measured | target | result |', '|---|---|---|---|']
@@ -699,7 +701,7 @@ def against_report(table, sides, command, rounds):
              f'- command: `{command}`',
              f'- old: {old.what}, imported from {old.imports} (a temporary worktree, removed)',
              f'- new: {new.what}, imported from {new.imports}',
-             f'- Python {platform.python_version()} ({sys.executable}), both sides as '
+             f'- Python {platform.python_version()}, both sides as '
              f'`python -m autodiff_cli`; {rounds} round(s), alternating which side goes first; '
              'each side\'s value is the median of its rounds; lower is better',
              f'- machine: nproc {machine()[0]}, load average {os.getloadavg()[0]:.2f} at the end',
