@@ -351,3 +351,21 @@ def test_ctrl_c_while_the_local_cluster_starts_is_quiet(tmp_path):
     time.sleep(0.5)
     states = [_process_state(w) for w in workers]
     assert [s for s in states if s is not None and s[0] != 'Z'] == []
+
+
+def test_a_scheduler_s_workers_get_the_allocator_tuning_of_the_command_line(tmp_path, scheduler):
+    """A user's cluster has no preload of adgrad's: Client.run tunes each worker
+    (a worker's untuned batch faults in fresh pages for every block's arrays)."""
+    points = tmp_path / 'p.csv'
+    points.write_text('x,y\n1,2\n3,4\n')
+    code, _, err = run_main(['grad', 'x*y', '--points', str(points), '--engine', 'dask',
+                             '--scheduler', scheduler, '-o', str(tmp_path / 'out')])
+    assert code == 0, err
+    with distributed.Client(scheduler) as client:
+        tuned = client.run(_tuned)
+    assert tuned and all(tuned.values()), tuned
+
+
+def _tuned():
+    from autodiff_cli.cli import batch
+    return bool(batch._TUNED)

@@ -183,6 +183,9 @@ class _client:
             except (OSError, TimeoutError, ValueError) as error:
                 raise UsageError(f'cannot reach the Dask scheduler at {address}: '
                                  f'{first_line(error)}') from None
+            if self.cluster is None and self.options.worker_setup is not None:
+                import importlib      # a user's cluster: its workers have no preload of ours
+                self.client.run(importlib.import_module(self.options.worker_setup).on_worker)
         except BaseException:   # Ctrl-C too: nothing is left behind
             self.close()
             raise

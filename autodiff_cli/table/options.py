@@ -11,8 +11,9 @@ class BatchOptions:
     format: the rows out (None: by -o's ending, else the points' own);
     output: -o FILE or DIR, or None for stdout; strict: a non-finite row is
     an error; engine ('numpy' or 'dask') and scheduler: where the rows
-    are computed; worker_setup: a module each worker of a local Dask
-    cluster preloads (the command line's own, cli/dask_worker.py)."""
+    are computed; worker_setup: the module each worker of a local Dask
+    cluster preloads, and whose on_worker() runs on a scheduler's workers
+    (the command line's own, cli/dask_worker.py)."""
 
     points: str
     format: Format | None = None
