@@ -389,3 +389,13 @@ def test_a_format_a_command_cannot_write_is_named_by_its_word(command, run_cli):
                            else 'xml')
     assert code == 2 and "invalid choice: '" in err and '(choose from table, plain, json' in err
     assert '<' not in err and err.count('\n') == 1
+
+
+@pytest.mark.parametrize('command', ['eval', 'grad', 'diff', 'hessian', 'check', 'render'])
+def test_help_fits_an_80_column_terminal(command):
+    env = {**os.environ, 'COLUMNS': '80'}
+    result = subprocess.run([sys.executable, '-m', 'autodiff_cli', command, '--help'],
+                            capture_output=True, text=True, env=env, encoding='utf-8')
+    assert result.returncode == 0
+    wide = [line for line in result.stdout.splitlines() if len(line) > 80]
+    assert not wide, wide

@@ -15,8 +15,8 @@ COLUMNS = ('point', 'variable', 'ad', 'fd', 'abs_error', 'rel_error', 'verdict',
 EXAMPLES = """examples:
   adgrad check 'x^2*sin(x)' x=1.5
   adgrad check -f samples/mlp.ad --order 2      # the Hessian too
-  adgrad check 'abs(x)' x=0                     # a kink: a warning, not a failure
-  adgrad check 'if(x > 0, x, 1)' x=0            # a jump: the `if` switches within the step
+  adgrad check 'abs(x)' x=0                   # a kink: a warning, no failure
+  adgrad check 'if(x > 0, x, 1)' x=0          # a jump: the `if` switches
   adgrad check -f f.ad --points points.csv
 
 Each variable is moved by its own step h = 2^-10·max(1, |x|) (smaller where

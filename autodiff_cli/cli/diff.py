@@ -12,10 +12,10 @@ LANGUAGES = ('adgrad', 'numpy', 'c', 'latex')
 EXAMPLES = """examples:
   adgrad diff 'x^2*sin(x)'                    # d_x = x^2*cos(x) + 2*sin(x)*x
   adgrad diff -f samples/logistic.ad --wrt w1,b
-  adgrad diff 'sin(x)*exp(x)' --order 4       # the 4th derivative, shared parts bound once
+  adgrad diff 'sin(x)*exp(x)' --order 4       # the 4th derivative
   adgrad diff -f f.ad --wrt x | adgrad eval - x=1.5    # the same number as grad
-  adgrad diff 'tanh(w*x + b)' --lang numpy > f.py     # value and gradient over arrays
-  adgrad diff 'tanh(w*x + b)' --lang c                # C99: void f(w, x, b, *value, *grad)
+  adgrad diff 'tanh(w*x + b)' --lang numpy > f.py   # value, gradient: arrays
+  adgrad diff 'tanh(w*x + b)' --lang c     # C99: f(w, x, b, *value, *grad)
   adgrad diff 'atan(x/y)' --lang latex"""
 
 

@@ -13,7 +13,7 @@ FORMATS = (Format.TABLE, Format.PLAIN, Format.JSON, Format.JSONL, Format.CSV, Fo
 EXAMPLES = """examples:
   adgrad hessian 'x^3*y + sin(x*y)' x=0.7 y=-1.3
   adgrad hessian -f samples/logistic.ad --wrt w1,w2,b --json
-  adgrad hessian 'x*y^2' --points points.csv          # one row per point: d2_x_x, d2_x_y, ...
+  adgrad hessian 'x*y^2' --points points.csv   # a row per point: d2_x_x, ...
 
 Rows and columns follow --wrt (default: every variable, sorted by name)."""
 

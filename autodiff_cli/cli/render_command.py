@@ -22,9 +22,9 @@ class Pass(Choice):
 _EXAMPLES = """examples:
   adgrad render 'x*y*z' x=2 y=3 z=4 -o product.svg    # values and gradients
   adgrad render 'x*y*z' x=2 y=3 z=4 --pass forward -o forward.png
-  adgrad render -f samples/blocks.ad -o blocks.svg       # each block call as a box
-  adgrad render 'x*y*z' x=2 y=3 z=4 --steps steps      # then open steps/index.html
-  adgrad render 'tanh(w*x + b)' --format text            # no values: the structure
+  adgrad render -f samples/blocks.ad -o blocks.svg    # a block call, a box
+  adgrad render 'x*y*z' x=2 y=3 z=4 --steps steps   # open steps/index.html
+  adgrad render 'tanh(w*x + b)' --format text   # no values: the structure
   adgrad render 'x*y*z' x=2 y=3 z=4 -o - --format dot | dot -Tpng > product.png
 
 colours: blue is the forward pass (arrows, values); cyan dashed arrows carry
@@ -34,8 +34,7 @@ the output has a double border."""
 
 
 def add_arguments(parser, command):
-    parser.usage = ('adgrad render [options] (EXPR | -f FILE) [NAME=VALUE ...] '
-                    '[-o FILE] [--steps DIR]')
+    parser.usage = 'adgrad render [options] (EXPR | -f FILE) [NAME=VALUE ...] [-o FILE]'
     parser.epilog = _EXAMPLES
     add_input(parser)
     parser.add_argument('-o', '--output', metavar='FILE',
