@@ -140,7 +140,7 @@ HOSTILE = ['0', '-0', '-0.0', '1', '007', '1.50', '1e-400', '1e999', 'inf', 'nan
 def test_json_columns_at_a_time_write_the_bytes_of_rows_one_by_one(tmp_path, monkeypatch, fmt,
                                                                    delimiter):
     pytest.importorskip('pyarrow')
-    from autodiff_cli.table import json_columns, sources
+    from autodiff_cli.table import sources
     monkeypatch.setattr(sources, '_ARROW_BYTES', 0)   # pyarrow for a file of any size
     text = io.StringIO()
     writer = csv.writer(text, delimiter=delimiter, lineterminator='\n')
@@ -152,16 +152,7 @@ def test_json_columns_at_a_time_write_the_bytes_of_rows_one_by_one(tmp_path, mon
     path = tmp_path / ('p.csv' if delimiter == ',' else 'p.tsv')
     path.write_text(text.getvalue())
     argv = ['grad', 'x*2', 'y=1', '--points', str(path), '--format', fmt]
-    taken = []
-    real = json_columns.input_texts
-    monkeypatch.setattr(json_columns, 'input_texts',
-                        lambda *a: taken.append(real(*a)) or taken[-1])
-    columns = run_main(argv)
-    assert taken and all(t is not None for t in taken), 'the column path was not taken'
-    monkeypatch.setattr(json_columns, 'input_texts', lambda *a: None)
-    rows = run_main(argv)
-    assert columns.code == rows.code == 0, rows.err
-    assert columns.out == rows.out
+    _column_path_writes_the_bytes_of_the_row_path(argv, monkeypatch)
 
 
 @pytest.mark.parametrize('fmt', ['jsonl', 'json'])
@@ -169,7 +160,6 @@ def test_json_columns_of_parquet_write_the_bytes_of_rows_one_by_one(tmp_path, mo
     pa = pytest.importorskip('pyarrow')
     import pyarrow.parquet as pq
 
-    from autodiff_cli.table import json_columns
     numbers = [1.5, -0.0, 0.0, 1e-300, 1e300, float('inf'), float('nan'), -3.25e-7, 1e-5, 2.0,
                1e16, 5e-324, -float('inf')]
     rows = len(HOSTILE) * 3
@@ -178,6 +168,13 @@ def test_json_columns_of_parquet_write_the_bytes_of_rows_one_by_one(tmp_path, mo
                              'k': [(-1) ** k * 7 ** (k % 23) for k in range(rows)]}),
                    tmp_path / 'p.parquet')
     argv = ['grad', 'x*2', '--points', str(tmp_path / 'p.parquet'), '--format', fmt]
+    _column_path_writes_the_bytes_of_the_row_path(argv, monkeypatch)
+
+
+def _column_path_writes_the_bytes_of_the_row_path(argv, monkeypatch):
+    """`adgrad ARGV` through the column-at-a-time JSON path, then with that
+    path turned off: the column path must be taken, and write the same bytes."""
+    from autodiff_cli.table import json_columns
     taken = []
     real = json_columns.input_texts
     monkeypatch.setattr(json_columns, 'input_texts',

@@ -63,10 +63,15 @@ def _adgrad(row):
     return _call(row.name, row.arity) if row.text is None else row.text
 
 
+# Rows whose C is a helper of their own, called as ad_NAME.
+C_HELPERS = {name: row.c for name, row in PRIMITIVES.items()
+             if isinstance(row.c, str) and row.c.startswith('static double')}
+
+
 def _c(row):
     if row.c is None:
         return _operator(row)
-    if isinstance(row.c, str) and row.c.startswith('static double'):
+    if row.name in C_HELPERS:
         return _call('ad_' + row.name, row.arity)
     return _call(row.c, row.arity) if isinstance(row.c, str) and row.c else row.c
 
@@ -83,8 +88,6 @@ def _latex(row):
 
 ADGRAD = _table(_adgrad)
 C = _table(_c)
-C_HELPERS = {name: row.c for name, row in PRIMITIVES.items()
-             if isinstance(row.c, str) and row.c.startswith('static double')}
 LATEX = _table(_latex)
 
 # NumPy: IEEE results under np.errstate. An op takes the array form its row

@@ -31,9 +31,14 @@ from .style import (BLOCKED, BLOCKED_TEXT, INK, NONFINITE, NONFINITE_FILL, SCALE
                     style)
 from .text import number
 
+# Rows whose JavaScript is a helper of their own, called as ad_NAME.
+_ROW_HELPERS = {name: row.js for name, row in PRIMITIVES.items()
+                if row.js and row.js.startswith('function ')}
+
+
 def _javascript(row):
-    """A row's JavaScript expression over a, b, c; a helper is called as ad_NAME."""
-    if row.js.startswith('function '):
+    """A row's JavaScript expression over a, b, c."""
+    if row.name in _ROW_HELPERS:
         return f"ad_{row.name}({', '.join('abc'[:row.arity])})"
     return row.js
 
@@ -63,8 +68,7 @@ _HELPERS = """
     var p = Math.PI * a;
     return Math.sin(p) / p;
   }
-""" + ''.join(f'  {row.js}\n' for row in PRIMITIVES.values()
-              if row.js and row.js.startswith('function '))
+""" + ''.join(f'  {helper}\n' for helper in _ROW_HELPERS.values())
 
 def _constant(value):
     """A tape constant as JSON data: a number, or the word for inf and nan."""
