@@ -714,7 +714,8 @@ def against_report(table, sides, command, rounds):
             b = [x for x in runs['new'] if x is not None]
             cells = [number(median(a)) if a else 'n/a', number(median(b)) if b else 'n/a']
             if a and b and median(a) > 0 and median(b) > 0:
-                ratio = median(b) / median(a)
+                # judged as printed, so the table never shows 1.1000 beside NO
+                ratio = round(median(b) / median(a), 4)
                 compared += 1
                 ok = ratio <= WITHIN
                 if not ok:

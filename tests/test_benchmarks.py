@@ -100,3 +100,19 @@ def test_each_workload_has_the_size_its_rows_say():
                           if not line.startswith('input ') and not re.match(r'\w+\(\w+\) =', line)]
             tokens = sum(1 for _ in child._tokens('\n'.join(expression)))
             assert tokens == workloads.tokens(name, size), (name, size)
+
+
+def test_a_ratio_is_judged_as_it_is_printed():
+    """A ratio printed as 1.1000 is within 1.10, one printed as 1.1002 is not,
+    so the report never shows a passing number beside NO."""
+    sys.path.insert(0, str(ROOT / 'benchmarks'))
+    try:
+        import run
+    finally:
+        sys.path.remove(str(ROOT / 'benchmarks'))
+    sides = (run.Side('old', ROOT, 'old'), run.Side('new', ROOT, 'new'))
+    table = {'at the limit': {'s': {'old': [1.0], 'new': [1.10003]}},
+             'over it': {'s': {'old': [1.0], 'new': [1.1002]}}}
+    text = run.against_report(table, sides, 'command', 1)
+    assert '| at the limit | s | 1 | 1.10003 | 1.1000 | yes |' in text, text
+    assert '| over it | s | 1 | 1.1002 | 1.1002 | NO |' in text, text
