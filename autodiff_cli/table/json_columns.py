@@ -139,9 +139,12 @@ def _text_columns(chunk):
     header = chunk.source.header
     names = [f'c{i}' for i in range(len(header))]
     try:
+        # In this thread, as sources.fast_columns reads: pooled tasks that
+        # outlive a failed read could release the chunk's buffer at exit.
         table = arrow.read_csv(
             pa.py_buffer(chunk.block),
-            read_options=arrow.ReadOptions(column_names=names, block_size=1 << 20),
+            read_options=arrow.ReadOptions(column_names=names, block_size=1 << 20,
+                                           use_threads=False),
             parse_options=arrow.ParseOptions(delimiter=chunk.source.delimiter,
                                              quote_char='"' if b'"' in chunk.block else False,
                                              double_quote=True, escape_char=False,
