@@ -399,3 +399,16 @@ def test_help_fits_an_80_column_terminal(command):
     assert result.returncode == 0
     wide = [line for line in result.stdout.splitlines() if len(line) > 80]
     assert not wide, wide
+
+
+@pytest.mark.parametrize('words, hint', [
+    (['gard', 'x*y', 'x=1', 'y=2'], "did you mean 'grad'?"),
+    (['grad', 'x*y', 'x=1', 'y=2', '--jsn'], "did you mean '--json'?"),
+    (['render', 'x', 'x=1', '--formt', 'png'], "did you mean '--format'?"),
+    (['grad', 'x', 'x=1', '--forma=csv'], "did you mean '--format'?"),
+    (['grad', 'x', 'x=1', '--zzzzzz'], None),
+])
+def test_a_mistyped_command_or_option_gets_the_nearest_name(words, hint, run_cli):
+    code, out, err = run_cli(*words)
+    assert code == 2 and out == '' and err.count('\n') == 1, err
+    assert (hint in err) if hint else ('did you mean' not in err), err

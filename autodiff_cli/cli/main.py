@@ -26,7 +26,7 @@ import re
 import sys
 
 from .. import __version__
-from ..errors import AdgradError, CheckFailed, NumericalError, UsageError
+from ..errors import AdgradError, CheckFailed, NumericalError, UsageError, did_you_mean
 from .common import Exit
 from .context import UNPRINTABLE, Command, Environment, silence
 
@@ -176,7 +176,19 @@ class _Parser(argparse.ArgumentParser):
     env = None   # where --help and --version print
 
     def error(self, message):
-        raise UsageError(f'{message} (see {self.prog} --help)')
+        raise UsageError(f'{message}{self._suggestion(message)} (see {self.prog} --help)')
+
+    def _suggestion(self, message):
+        """'; did you mean ...?' for a mistyped command (`gard`) or option (`--jsn`)."""
+        import re
+        choice = re.match(r"argument [^:]*: invalid choice: '(.*)' \(choose from (.*)\)$", message)
+        if choice:
+            return did_you_mean(choice.group(1), re.findall(r"'([^']*)'", choice.group(2)))
+        unknown = re.match(r'unrecognized arguments: (--[^\s=]+)', message)
+        if unknown:
+            return did_you_mean(unknown.group(1), [option for action in self._actions
+                                                   for option in action.option_strings])
+        return ''
 
     def _print_message(self, message, file=None):
         if message:
