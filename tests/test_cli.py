@@ -412,3 +412,26 @@ def test_a_mistyped_command_or_option_gets_the_nearest_name(words, hint, run_cli
     code, out, err = run_cli(*words)
     assert code == 2 and out == '' and err.count('\n') == 1, err
     assert (hint in err) if hint else ('did you mean' not in err), err
+
+
+@pytest.mark.parametrize('program, hint', [
+    ('2x', "write 2*x for a product"), ('2.5e3 y', "write 2.5e3*y for a product"),
+    ('sin x', "write sin(x) to call sin"), ('x²', "write '^2' instead"),
+    ('π*x', "write 'pi' instead"), ('2×x', "write '*' instead"), ('x−1', "write '-' instead"),
+])
+def test_a_newcomers_spelling_gets_adgrads(program, hint, run_cli):
+    code, out, err = run_cli('eval', program, 'x=1', 'y=1')
+    assert code == 2 and out == '' and hint in err, err
+    assert err.startswith('adgrad: error: unexpected ') and err.count('\n') == 3, err  # line, source, caret
+
+
+def test_a_name_that_is_no_variable_lists_the_variables(run_cli):
+    code, _, err = run_cli('grad', 'x*y', '--wrt', 'zz', 'x=1', 'y=2')
+    assert code == 2 and "its variables are x, y" in err, err
+
+
+def test_a_missing_column_shows_the_header_found(tmp_path, run_cli):
+    points = tmp_path / 'semi.csv'
+    points.write_text('x;y\n1;2\n')
+    code, _, err = run_cli('grad', 'x*y', '--points', str(points))
+    assert code == 2 and "(theirs: 'x;y')" in err, err

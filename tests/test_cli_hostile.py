@@ -180,7 +180,7 @@ ROWS = [
     (['eval', 'x', 'x=1', '--format', '--'], 2, '', lambda e: "invalid choice: '--'" in e),
     (['eval', '-f', '--'], 2, '', 'adgrad: error: cannot read --: No such file or directory\n'),
     (['grad', 'x', 'x=1', '--wrt', '--'], 2, '', "adgrad: error: '--' is not a variable of the "
-     'expression\n'),
+     'expression; its variables are x\n'),
     (['grad', '(x #[/]\n+1)', 'x=1', '--format', 'table', '--nodes'], 0,
      lambda out: out.count('x +1') == 2 and '[/]' not in out, ''),
     (['eval', '(x #[note] see a[i] [bold]b[/bold] :smile:\n+ 1)', 'x=1', '--format', 'table'], 0,

@@ -172,7 +172,9 @@ def check_names(graph, names):
     """Raise for a name that is not an input of the graph."""
     for name in names:
         if name not in graph.inputs:
-            hint = did_you_mean(name, graph.inputs)
+            hint = did_you_mean(name, graph.inputs) or (
+                f"; its variables are {', '.join(graph.inputs)}" if graph.inputs
+                else '; it has no variables')
             raise AdgradError(f"'{name}' is not a variable of the expression{hint}")
 
 

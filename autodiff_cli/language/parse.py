@@ -376,7 +376,9 @@ def _describe_terminal(parser, name):
 def _syntax_error(parser, text, error):
     pos = error.pos
     if error.token is None:
-        return AdgradError(f'unexpected character {text[pos]!r}', text, pos)
+        spelled = _SPELLED.get(text[pos])
+        hint = f": write '{spelled}' instead" if spelled else ''
+        return AdgradError(f'unexpected character {text[pos]!r}{hint}', text, pos)
     kind, _, _, value = error.token
     if kind == '$END':
         pos = len(text.rstrip())
@@ -393,7 +395,29 @@ def _syntax_error(parser, text, error):
                                'closed', text, pos)
     expected = sorted({_describe_terminal(parser, t) for t in error.expected if t != '_NEWLINE'})
     hint = f'; expected {", ".join(expected)}' if 0 < len(expected) <= 6 else ''
+    if kind == 'NAME':
+        hint = _juxtaposed(text[:error.pos], value) or hint
     return AdgradError(f'unexpected {found}{hint}', text, pos)
+
+
+# What a newcomer copies from a book or a keyboard, as adgrad spells it.
+_SPELLED = {'²': '^2', '³': '^3', 'π': 'pi', '×': '*', '·': '*', '⋅': '*', '∗': '*',
+            '÷': '/', '−': '-', '–': '-', '√': 'sqrt(...)', '∞': 'inf'}
+
+
+def _juxtaposed(before, name):
+    """The hint for a name right after a number (`2x`) or a function (`sin x`)."""
+    from ..core.primitives import FUNCTION, names_of
+    word = re.search(r'(?:^|[^A-Za-z0-9_.])'
+                     r'([A-Za-z_][A-Za-z0-9_]*|[0-9][0-9.]*(?:[eE][+-]?[0-9]+)?)\s*$', before)
+    if word is None:
+        return ''
+    word = word.group(1)
+    if word[0].isdigit():
+        return f"; write {word}*{name} for a product"
+    if word in names_of(FUNCTION):
+        return f"; write {word}({name}) to call {word}"
+    return ''
 
 
 def _unclosed(text, end):

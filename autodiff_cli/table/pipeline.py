@@ -158,8 +158,9 @@ class Plan:
         header = source.header
         unbound = [n for n in self.graph.inputs if n not in header and n not in self.fills]
         if unbound:
-            raise UsageError(f"no value for '{unbound[0]}': the points have no such column; "
-                             f'give it as {unbound[0]}=VALUE')
+            columns = ', '.join(repr(c) for c in header[:8]) + (', ...' if len(header) > 8 else '')
+            raise UsageError(f"no value for '{unbound[0]}': the points have no such column "
+                             f'(theirs: {columns}); give it as {unbound[0]}=VALUE')
         clash = set(self.outputs) & set(header)
         if clash:
             raise UsageError(f"the points already have a column '{sorted(clash)[0]}', "
