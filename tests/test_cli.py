@@ -435,3 +435,10 @@ def test_a_missing_column_shows_the_header_found(tmp_path, run_cli):
     points.write_text('x;y\n1;2\n')
     code, _, err = run_cli('grad', 'x*y', '--points', str(points))
     assert code == 2 and "(theirs: 'x;y')" in err, err
+
+
+def test_bindings_before_the_expression_are_named_and_reordered(run_cli):
+    code, out, err = run_cli('grad', 'x=2', 'x*y', 'y=3')
+    assert code == 2 and out == '' and err.count('\n') == 1, err
+    assert "the expression comes first, as in adgrad grad 'x*y' x=2 y=3" in err, err
+    assert run_cli('grad', 'x*y', 'x=2', 'y=3')[0] == 0   # what the hint says works

@@ -62,6 +62,12 @@ def read_program(args, stdin=None):
         raise UsageError('give an expression, -f FILE, or - to read standard input '
                          f'(see adgrad {args.command} --help)')
     expr = words.pop(0)
+    later = next((word for word in words if '=' not in word), None)
+    if later is not None and re.match(r'\s*[A-Za-z_]\w*\s*=[^=]', expr):
+        import shlex   # only this error needs it
+        bindings = ' '.join(map(shlex.quote, [expr] + [w for w in words if w is not later]))
+        raise UsageError(f'{shlex.quote(later)} is not a binding: the expression comes first, '
+                         f'as in adgrad {args.command} {shlex.quote(later)} {bindings}')
     return (read_text('-', stdin) if expr == '-' else expr), words
 
 
