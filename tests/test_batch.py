@@ -91,6 +91,10 @@ def test_empty_cells_take_defaults(run_cli, tmp_path):
     ('p.jsonl', '{"x": 1, "y": 2}\n{"x": "1.5", "y": 2}\n', 'line 2: \'x\' is "1.5", not a number'),
     ('p.jsonl', '{"x": 1, "y": 2}\n[1, 2]\n', 'line 2: expected a JSON object'),
     ('p.jsonl', '{"x": 1, "y": 2}\n{"x": 1,\n', 'line 2: not JSON'),
+    # Two bad rows: the first in the file is named, whatever is wrong with either.
+    ('p.csv', 'x,y\n1,2\nabc,5\n6,7,8\n', "line 3: 'x' is 'abc', not a number"),
+    ('p.csv', 'x,y\n1,2\n5,abc\nzz,5\n', "line 3: 'y' is 'abc', not a number"),
+    ('p.jsonl', '{"x": 1, "y": "q"}\n{"x": "z", "y": 2}\n', 'line 1: \'y\' is "q", not a number'),
 ])
 def test_bad_rows_name_their_line_and_print_nothing(run_cli, tmp_path, name, text, message):
     code, out, err = run_cli('grad', 'x*y', '--points', write(tmp_path, name, text))

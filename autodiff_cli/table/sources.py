@@ -106,6 +106,7 @@ class Chunk:
             width = len(self.source.header)
             for i, row in enumerate(self._rows):
                 if len(row) != width:
+                    self.bad_row = i
                     raise self.error(i, f'{len(row)} fields where the header has {width}')
             self._widths_checked = True
         return self._rows
@@ -126,14 +127,36 @@ class Chunk:
             self.maybe_blank = False  # every line had all its fields
             return fast
         out = {}
-        for variable in wanted:
-            cells = self.cells(variable)
-            try:
-                out[variable] = self.source.quick(cells)
-            except (TypeError, ValueError, OverflowError):
-                out[variable] = np.array([self.source.number(c, variable, fills, self, i)
-                                          for i, c in enumerate(cells)], dtype=np.float64)
+        try:
+            for variable in wanted:
+                cells = self.cells(variable)
+                try:
+                    out[variable] = self.source.quick(cells)
+                except (TypeError, ValueError, OverflowError):
+                    out[variable] = np.array([self._number(c, variable, fills, i)
+                                              for i, c in enumerate(cells)], dtype=np.float64)
+        except AdgradError:
+            self._earlier_cell(wanted, fills)   # the first bad row in the file is the one named
+            raise
         return out
+
+    bad_row = None   # the row that a width or cell error named
+
+    def _number(self, cell, variable, fills, i):
+        self.bad_row = i
+        return self.source.number(cell, variable, fills, self, i)
+
+    def _earlier_cell(self, wanted, fills):
+        """Raise for a bad cell of `wanted` in a row before bad_row, if there is one."""
+        if self.bad_row is None or self._rows is None and self.objects is None:
+            return
+        rows = self.objects if self.objects is not None else self._rows
+        header = self.source.header
+        for i, row in enumerate(rows[:self.bad_row]):
+            for variable in wanted:
+                cell = row.get(variable, ABSENT) if self.objects is not None else \
+                    row[header.index(variable)]
+                self.source.number(cell, variable, fills, self, i)
 
     def cells(self, variable):
         """One column's cells; a key a JSON object lacks is ABSENT."""
