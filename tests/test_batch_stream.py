@@ -478,7 +478,7 @@ def test_parquet_output_without_pyarrow_is_refused_with_a_hint(tmp_path, monkeyp
     from tests.helpers import run_main
     code, out, err = run_main(['grad', 'x*y', '--points', str(points), '-o',
                                str(tmp_path / 'o.parquet')])
-    assert (code, out) == (2, '') and "pip install 'adgrad[parquet]'" in err
+    assert (code, out) == (2, '') and "parquet extra: pip install pyarrow" in err
     assert not (tmp_path / 'o.parquet').exists()
 
 

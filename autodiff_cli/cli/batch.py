@@ -11,7 +11,7 @@ def add_options(parser):
                              ".jsonl .json .parquet, gives the format), all or nothing")
     parser.add_argument('--engine', choices=ENGINES, default='numpy',
                         help='with --points: numpy (this process, streamed) or dask (each '
-                             "file a task on a Dask cluster; pip install 'adgrad[dask]')")
+                             "file a task on a Dask cluster; adgrad's dask extra)")
     parser.add_argument('--scheduler', metavar='ADDRESS',
                         help='with --engine dask: the address of a running Dask scheduler '
                              '(default: a local cluster on this machine)')

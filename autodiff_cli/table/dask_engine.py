@@ -46,7 +46,8 @@ def run_dask(options, graph, bindings, names, warn):
 
         from dask.distributed import Client, LocalCluster, wait
     except ImportError:
-        raise UsageError("--engine dask needs Dask: pip install 'adgrad[dask]'") from None
+        raise UsageError("--engine dask needs Dask, adgrad's dask extra: "
+                         "pip install 'dask[distributed]' pyarrow") from None
     plan = Plan(graph, bindings, Values(graph, names), warn)
     # The first file's header here, so that the usual mistakes (a column
     # missing, one the output would repeat) are said before a cluster starts.

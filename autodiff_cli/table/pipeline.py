@@ -86,8 +86,8 @@ def output_format(options, kind):
             raise UsageError(f'{output} is written as Parquet, by its ending: drop --format')
         import importlib.util
         if importlib.util.find_spec('pyarrow') is None:   # refused before any row is read
-            raise UsageError(f"{output}: writing Parquet needs pyarrow: pip install "
-                             "'adgrad[parquet]'")
+            raise UsageError(f"{output}: writing Parquet needs pyarrow, adgrad's "
+                             "parquet extra: pip install pyarrow")
         return Format.PARQUET
     if options.format is not None:
         return options.format

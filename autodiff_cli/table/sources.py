@@ -651,8 +651,8 @@ class ParquetSource(Source):
         try:
             import pyarrow.parquet as pq
         except ImportError:
-            raise AdgradError(f"{name}: reading Parquet needs pyarrow: pip install "
-                              "'adgrad[parquet]'") from None
+            raise AdgradError(f"{name}: reading Parquet needs pyarrow, adgrad's "
+                              "parquet extra: pip install pyarrow") from None
         try:
             self.file = pq.ParquetFile(path)
         except Exception as error:  # pyarrow's errors: not a Parquet file, truncated...
