@@ -562,3 +562,12 @@ def test_each_readme_picture_is_what_its_command_draws_today(path, command, tmp_
 def test_output_symbol_never_runs_out_of_names():
     from autodiff_cli.pictures.scene import output_symbol
     assert output_symbol(lower('f + F + out + output + f_ + f_1')) == 'f_2'
+
+
+def test_the_output_is_not_named_like_a_block():
+    """The issue-31 program: a block f means the output is not f, and its
+    captions read ∂out/∂f(h(x)), not ∂f/∂f(h(x))."""
+    from autodiff_cli.pictures.scene import output_symbol
+    assert output_symbol(lower('h(x) = x^2; f(y) = y + 1; f(h(x))')) == 'out'
+    assert output_symbol(lower('h(x) = x^2; g(y) = h(y) + 1; g(x)')) == 'f'
+    assert output_symbol(lower('f(x) = x^2; g(y) = f(y) + 1; g(x)')) == 'out'   # f only inside g

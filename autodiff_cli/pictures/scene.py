@@ -78,12 +78,15 @@ class Scene(NamedTuple):
 
 
 def output_symbol(graph):
-    """The output's name in ∂f/∂x: its binding name, else the first free of f, F, out."""
+    """The output's name in ∂f/∂x: its binding name, else the first of f, out, F
+    that names neither a node nor a block (∂f/∂f(h(x)) would read as nonsense)."""
     node = graph.nodes[graph.output]
     if node.name is not None and node.op != 'const':
         return node.name
     taken = {n.name for n in graph.nodes}
-    candidates = itertools.chain(('f', 'F', 'out', 'output'), (f'f_{k}' for k in itertools.count(1)))
+    taken.update(call.partition('#')[0] for n in graph.nodes if n.block
+                 for call in n.block.split('/'))
+    candidates = itertools.chain(('f', 'out', 'output', 'F'), (f'f_{k}' for k in itertools.count(1)))
     return next(name for name in candidates if name not in taken)
 
 
