@@ -442,3 +442,33 @@ def test_bindings_before_the_expression_are_named_and_reordered(run_cli):
     assert code == 2 and out == '' and err.count('\n') == 1, err
     assert "the expression comes first, as in adgrad grad 'x*y' x=2 y=3" in err, err
     assert run_cli('grad', 'x*y', 'x=2', 'y=3')[0] == 0   # what the hint says works
+
+
+def test_explain_on_a_terminal_wraps_between_words():
+    """On a 60-column terminal each diagnosis line fits and every number is
+    whole; through a pipe each finding stays on one line, for grep."""
+    import pty
+    from pathlib import Path
+    deep = str(Path(__file__).resolve().parent.parent / 'samples' / 'deep.ad')
+    command = [sys.executable, '-m', 'autodiff_cli', 'grad', '-f', deep, '--explain']
+    piped = subprocess.run(command, capture_output=True, text=True, timeout=60).stdout
+    finding = piped.split('diagnosis:\n')[1].splitlines()[0].strip()
+    assert len(finding) > 60, finding    # long enough to need wrapping
+    main, child = pty.openpty()
+    run = subprocess.run(command, stdout=child, stderr=subprocess.PIPE, timeout=60,
+                         env={**os.environ, 'COLUMNS': '60', 'NO_COLOR': '1'})
+    os.close(child)
+    out = b''
+    while True:
+        try:
+            data = os.read(main, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        out += data
+    os.close(main)
+    assert run.returncode == 0, run.stderr
+    wrapped = out.decode().replace('\r\n', '\n').split('diagnosis:\n')[1]
+    assert all(len(line) <= 60 for line in wrapped.splitlines()), wrapped
+    assert ' '.join(wrapped.split()) == ' '.join(finding.split()), wrapped   # cut at spaces only

@@ -99,7 +99,16 @@ def write_explanation(graph, inputs, env):
     """`grad --explain`: the library's diagnosis (pictures/health.py) after the
     result, one finding a line, under a heading that sets it apart from the numbers."""
     from ..pictures.health import explain_point
-    text = '\ndiagnosis:\n' + ''.join(f'  {line}\n' for line in explain_point(graph, inputs))
+    lines = explain_point(graph, inputs)
+    if env.stdout_isatty:   # wrapped at spaces, not by the terminal mid-number; a pipe keeps a line each
+        import shutil
+        import textwrap
+        width = max(40, shutil.get_terminal_size().columns - 1)
+        lines = [textwrap.fill(line, width, initial_indent='  ', subsequent_indent='    ',
+                               break_long_words=False) for line in lines]
+    else:
+        lines = [f'  {line}' for line in lines]
+    text = '\ndiagnosis:\n' + ''.join(f'{line}\n' for line in lines)
     if env.partial != '∂':
         text = text.replace('∂', 'd')
     env.stdout.write(text)
