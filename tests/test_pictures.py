@@ -401,7 +401,8 @@ def test_deep_chain_vanishing_gradient_stands_out():
     (line,) = [t for t in explain(graph, values, grads) if t.startswith('x:')]
     # Through x10 = tanh(1.5*x9 + 0.1) the gradient is multiplied by 1 - x10², by hand.
     x10 = values[next(i for i, node in enumerate(graph.nodes) if node.name == 'x10')]
-    assert 'vanishing' in line and f'through x10 (node 50), which multiplies it by {1 - x10 * x10:.3g}' in line
+    assert 'vanishing' in line and ('the step from x10 (node 50) back to 1.5*a + 0.1 (node 49), '
+                                    f'which multiplies it by {1 - x10 * x10:.3g}') in line
 
 
 def test_grad_explain_prints_the_diagnosis_after_the_result(capsys):

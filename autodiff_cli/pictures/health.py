@@ -128,14 +128,17 @@ def explain(graph, values, grads, health=None):
         if h.state == 'nonfinite':
             lines.append(f'{name}: gradient {grads[i]!r}')
             continue
-        where, factor = _steepest(graph, i, grads)
+        where, before, factor = _steepest(graph, i, grads)
         text = f'{name}: gradient {grads[i]:.4g}'
         if h.state in ('vanishing', 'exploding'):
             text += f' ({h.state}: |gradient| {"<" if h.state == "vanishing" else ">"} '
             text += f'{VANISHING if h.state == "vanishing" else EXPLODING:g})'
         if where is not None:
-            text += (f'; the largest change on its way back from the output is through '
-                     f'{_text(graph, where)} (node {where}), which multiplies it by {factor:.3g}')
+            # Both ends of the step: a block's layer is several steps, and the
+            # picture's ∂x10/∂x9 is their product, not this one's factor.
+            text += (f'; the largest change on its way back from the output is the step from '
+                     f'{_text(graph, where)} (node {where}) back to {_text(graph, before)} '
+                     f'(node {before}), which multiplies it by {factor:.3g}')
         lines.append(text)
     blockers = {}
     for i, h in enumerate(health):
@@ -153,12 +156,13 @@ def explain(graph, values, grads, health=None):
 def _steepest(graph, i, grads):
     """Along the path by which most of node i's gradient arrives (at each node,
     the consumer with the largest |gradient|), the step where |∂f/∂node|
-    changes by the largest factor: (that consumer, ratio node/consumer)."""
+    changes by the largest factor: (that consumer, the node it passes the
+    gradient back to, ratio node/consumer); (None, None, 1.0) if no step does."""
     consumers = [[] for _ in graph.nodes]
     for c in range(graph.output + 1):
         for a in graph.nodes[c].args:
             consumers[a].append(c)
-    best, ratio, node = None, 1.0, i
+    best, before, ratio, node = None, None, 1.0, i
     for _ in range(len(graph.nodes)):
         after = [c for c in consumers[node] if grads[c] is not None and math.isfinite(grads[c])
                  and grads[c] != 0]
@@ -169,6 +173,6 @@ def _steepest(graph, i, grads):
         if g_here and math.isfinite(g_here):
             r = g_here / g_next
             if abs(math.log10(r)) > abs(math.log10(ratio)):
-                best, ratio = c, r
+                best, before, ratio = c, node, r
         node = c
-    return best, ratio
+    return best, before, ratio
