@@ -180,7 +180,6 @@ class _Parser(argparse.ArgumentParser):
 
     def _suggestion(self, message):
         """'; did you mean ...?' for a mistyped command (`gard`) or option (`--jsn`)."""
-        import re
         choice = re.match(r"argument [^:]*: invalid choice: '(.*)' \(choose from (.*)\)$", message)
         if choice:
             return did_you_mean(choice.group(1), re.findall(r"'([^']*)'", choice.group(2)))
