@@ -106,7 +106,6 @@ class Chunk:
             width = len(self.source.header)
             for i, row in enumerate(self._rows):
                 if len(row) != width:
-                    self.bad_row = i
                     raise self.error(i, f'{len(row)} fields where the header has {width}')
             self._widths_checked = True
         return self._rows
@@ -133,29 +132,22 @@ class Chunk:
                 try:
                     out[variable] = self.source.quick(cells)
                 except (TypeError, ValueError, OverflowError):
-                    out[variable] = np.array([self._number(c, variable, fills, i)
+                    out[variable] = np.array([self.source.number(c, variable, fills, self, i)
                                               for i, c in enumerate(cells)], dtype=np.float64)
         except AdgradError:
-            self._earlier_cell(wanted, fills)   # the first bad row in the file is the one named
+            self._first_bad_cell(wanted, fills)   # the first bad row in the file is the one named
             raise
         return out
 
-    bad_row = None   # the row that a width or cell error named
-
-    def _number(self, cell, variable, fills, i):
-        self.bad_row = i
-        return self.source.number(cell, variable, fills, self, i)
-
-    def _earlier_cell(self, wanted, fills):
-        """Raise for a bad cell of `wanted` in a row before bad_row, if there is one."""
-        if self.bad_row is None or self._rows is None and self.objects is None:
-            return
-        rows = self.objects if self.objects is not None else self._rows
-        header = self.source.header
-        for i, row in enumerate(rows[:self.bad_row]):
+    def _first_bad_cell(self, wanted, fills):
+        """Raise for the first bad cell of `wanted` in row order, up to the first
+        row of the wrong width (whose error, raised first by rows(), stands)."""
+        header, objects = self.source.header, self.objects is not None
+        for i, row in enumerate(self.objects if objects else self._rows or ()):
+            if not objects and len(row) != len(header):
+                return
             for variable in wanted:
-                cell = row.get(variable, ABSENT) if self.objects is not None else \
-                    row[header.index(variable)]
+                cell = row.get(variable, ABSENT) if objects else row[header.index(variable)]
                 self.source.number(cell, variable, fills, self, i)
 
     def cells(self, variable):
