@@ -4,7 +4,8 @@ at one point or (with --points) at every row of a points file."""
 import argparse
 
 from ..errors import UsageError
-from .common import Exit, input_values, load, numerical, report_nonfinite, wrt_names
+from .common import (Exit, input_values, load, numerical, refuse_arrays, report_nonfinite,
+                     wrt_names)
 from .context import Command
 from .output import Format, Result, node_records, write
 
@@ -77,6 +78,7 @@ def run(args, env):
     graph, bindings = load(args, env)
     names = gradient_names(graph, args)
     if args.points is not None or args.output is not None or args.engine != 'numpy':
+        refuse_arrays(graph, bindings, '--points and -o')
         if getattr(args, 'mode', 'reverse') == 'forward':
             raise UsageError('--mode forward shows one point: leave out --points')
         if getattr(args, 'explain', False):
@@ -85,6 +87,10 @@ def run(args, env):
         run_points(args, graph, bindings, names, env)
         return Exit.OK
     inputs = input_values(graph, bindings, env.warn)
+    from ..core.tensors import is_array_program
+    if is_array_program(graph, inputs):
+        from .arrays import run_arrays
+        return run_arrays(args, graph, inputs, names, env)
     if getattr(args, 'mode', 'reverse') == 'forward':
         from .forward_mode import run_forward
         return run_forward(args, graph, inputs, names, env)

@@ -32,7 +32,7 @@ def forward(graph, inputs, algebra=NUMBERS):
         op, args = node.op, node.args
         if op == 'input':
             values[i] = algebra.coerce(inputs[node.name])
-        elif op == 'const':
+        elif not args:   # a constant, or an array op's static argument
             values[i] = node.value
         elif len(args) == 1:
             values[i] = functions[op](values[args[0]])
@@ -73,15 +73,16 @@ def backward(graph, values, output=None, algebra=NUMBERS):
     Accumulation goes through the algebra, so an algebra that records builds
     the gradient's own graph with this very loop. A node passes gradients on
     only once one has reached it, as in PyTorch (a binding the output never
-    uses gets 0, and its inf cannot make 0 * inf). Where both branches of an
-    `if` ran, the algebra's `branch_gate` (branches.py) says how cotangents meet.
+    uses gets 0, and its inf cannot make 0 * inf). An algebra's `meeting`
+    may say how cotangents meet instead: where both branches of an `if` ran
+    (branches.py), or where a broadcast one sums back to its argument's shape.
     """
     output = graph.output if output is None else output
     nodes = graph.nodes
     grads = [None] * len(nodes)
     grads[output] = 1.0
-    gate = getattr(algebra, 'branch_gate', None) if graph.branches else None
-    meet = gate(graph, values, grads, algebra) if gate is not None else None
+    meeting = getattr(algebra, 'meeting', None)
+    meet = meeting(graph, values, grads, algebra) if meeting is not None else None
     rules, k, add = RULES, algebra, algebra.add
     # pullback(), inlined and unrolled by arity: this is every gradient's hot path.
     for i in range(output, -1, -1):

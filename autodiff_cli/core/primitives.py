@@ -43,18 +43,19 @@ import operator
 from types import SimpleNamespace
 from collections import namedtuple
 
-from . import ieee
+from . import array_rules, ieee
 
 LN2 = ieee.LN2
 LN10 = 2.3025850929940456
 
 Primitive = namedtuple('Primitive', 'name arity forward array vjp symbol jvp kind text numpy c js '
-                       'latex blocks')
+                       'latex blocks shape')
 
 # The kinds: what an op is, for the passes and printers that treat kinds alike.
 ARITHMETIC, FUNCTION, STEP = 'arithmetic', 'function', 'step'
 COMPARISON, LOGICAL, SELECT = 'comparison', 'logical', 'select'
 STOP, CUSTOM, INTERNAL_KIND = 'stop', 'custom', 'internal'
+TENSOR = 'tensor'   # an op of arrays: matrix products, reductions, indexing (see ARRAYS)
 
 ATOM = 5
 COMPARE = 0.5
@@ -262,11 +263,11 @@ def _clamp_jvp(k, t, out, x, low, high):
 
 
 def _row(name, arity, forward, array, vjp, symbol=None, jvp=None, kind=FUNCTION, text=None,
-         numpy=None, c=None, js=None, latex=None, blocks=None):
+         numpy=None, c=None, js=None, latex=None, blocks=None, shape=None):
     if blocks is None and kind == STEP:
         blocks = f'{name} is a step: its derivative is 0'
     return Primitive(name, arity, forward, array, vjp, symbol, jvp, kind, text, numpy, c, js,
-                     latex, blocks)
+                     latex, blocks, shape)
 
 
 def _infix(name, arity, forward, array, vjp, text, js, kind=ARITHMETIC, **forms):
@@ -531,7 +532,44 @@ LOGIC = [
          text=NO_FORM, numpy=NO_FORM, c=NO_FORM, js='a', latex=NO_FORM),
 ]
 
-PRIMITIVES = {row.name: row for row in OPERATORS + CALLABLE + INTERNAL + LOGIC}
+# ---- arrays: rules in array_rules.py, forms in arrays.py (NumPy, loaded only
+# for an array program). `shape` gives the result's shape from the arguments'
+# shapes, or raises ShapeError; a static argument (an axis, an index) is a
+# constant of the program, passed as its value. ----
+
+def _tensor(name, arity, vjp, shape, array=None, **forms):
+    return _row(name, arity, None, array or name, vjp, kind=TENSOR, shape=shape, numpy=NO_FORM,
+                c=NO_FORM, js=NO_FORM, latex=NO_FORM, **forms)
+
+
+ARRAYS = [
+    _tensor('matmul', 2, array_rules.matmul_vjp, array_rules.matmul_shape, symbol='@',
+            text=('$0 @ $1', 2, 2, 3)),
+    _tensor('transpose', 1, array_rules.transpose_vjp, array_rules.transpose_shape),
+    _tensor('outer', 2, array_rules.outer_vjp, array_rules.outer_shape),
+    _tensor('sum', 2, array_rules.sum_vjp, array_rules.reduce_shape),
+    _tensor('mean', 2, array_rules.mean_vjp, array_rules.reduce_shape),
+    _tensor('prod', 2, array_rules.prod_vjp, array_rules.reduce_shape),
+    _tensor('amax', 2, array_rules.extreme_vjp, array_rules.reduce_shape),
+    _tensor('amin', 2, array_rules.extreme_vjp, array_rules.reduce_shape),
+    _tensor('norm', 2, array_rules.norm_vjp, array_rules.norm_shape),
+    _tensor('logsumexp', 2, array_rules.logsumexp_vjp, array_rules.reduce_shape),
+    _tensor('softmax', 2, array_rules.softmax_vjp, array_rules.softmax_shape),
+    _tensor('trace', 1, array_rules.trace_vjp, array_rules.trace_shape),
+    _tensor('det', 1, array_rules.det_vjp, array_rules.square_to_scalar),
+    _tensor('logdet', 1, array_rules.logdet_vjp, array_rules.square_to_scalar),
+    _tensor('inv', 1, array_rules.inv_vjp, array_rules.inv_shape),
+    _tensor('solve', 2, array_rules.solve_vjp, array_rules.solve_shape),
+    _tensor('diag', 1, array_rules.diag_vjp, array_rules.diag_shape),
+    _tensor('reshape', 2, array_rules.reshape_vjp, array_rules.reshape_shape),
+    _tensor('concat', -1, array_rules.concat_vjp, array_rules.concat_shape),
+    _tensor('stack', -1, array_rules.stack_vjp, array_rules.stack_shape,
+            text=NO_FORM),   # written as a literal, [a, b]
+    _tensor('index', 2, array_rules.index_vjp, array_rules.index_shape, text=NO_FORM),
+]
+
+PRIMITIVES = {row.name: row for row in OPERATORS + CALLABLE + INTERNAL + LOGIC + ARRAYS}
+PRIMITIVES = {row.name: row for row in OPERATORS + CALLABLE + INTERNAL + LOGIC + ARRAYS}
 
 # The functions a program may call, by name.
 FUNCTIONS = {row.name: row for row in CALLABLE + LOGIC[-2:-1]}
@@ -546,5 +584,5 @@ def names_of(*kinds):
 
 # The numeric algebra: derivative rules evaluated to floats.
 # A single point takes one branch of each `if`, so no gate is needed (branches.py).
-NUMBERS = SimpleNamespace(coerce=float, takes_branches=True, branch_gate=None,
+NUMBERS = SimpleNamespace(coerce=float, takes_branches=True, meeting=None,
                           **{name: row.forward for name, row in PRIMITIVES.items()})
