@@ -174,3 +174,36 @@ def test_every_array_row_has_a_case():
     missing = sorted(name for name, row in PRIMITIVES.items()
                      if row.kind == TENSOR and name not in covered)
     assert not missing
+
+
+JACOBIANS = [
+    ('tanh(W @ x + b)', dict(W=A23, x=X3, b=X2), lambda W, x, b: T.tanh(W @ x + b)),
+    ('softmax(x) * sum(x) + norm(x) * prod(x)', dict(x=X3),
+     lambda x: T.softmax(x, 0) * x.sum() + T.linalg.vector_norm(x) * x.prod()),
+    ('inv(A) @ b + solve(A, b) * det(A) + logdet(A) * diag(A)', dict(A=SPD, b=X3),
+     lambda A, b: T.linalg.inv(A) @ b + T.linalg.solve(A, b) * T.linalg.det(A)
+     + T.logdet(A) * T.diag(A)),
+    ('concat(x, y)[1:4] + stack(x, y)[1] * reshape(outer(x, y), [9])[0:3] + A.T @ A[:, 0]',
+     dict(x=X3, y=Y3, A=A23),
+     lambda x, y, A: T.cat([x, y])[1:4] + T.stack([x, y])[1] * T.outer(x, y).reshape(9)[0:3]
+     + A.T @ A[:, 0]),
+    ('[max(x), min(x), mean(x), logsumexp(x), trace(M)]', dict(x=X3, M=SPD),
+     lambda x, M: T.stack([x.max(), x.min(), x.mean(), T.logsumexp(x, 0), T.trace(M)])),
+    ('x * c + c', dict(x=X3, c=np.array(2.0)), lambda x, c: x * c + c),
+]
+
+
+@pytest.mark.parametrize('mode', ['forward', 'reverse'])
+@pytest.mark.parametrize('source, inputs, function', JACOBIANS,
+                         ids=[c[0][:30] for c in JACOBIANS])
+def test_a_jacobian_agrees_with_torch_in_either_mode(source, inputs, function, mode):
+    graph = lower(source)
+    values = tensors.evaluate(graph, inputs)
+    jacobians, used = tensors.jacobian(graph, values, list(inputs), mode)
+    assert used == mode
+    theirs = torch.autograd.functional.jacobian(
+        function, tuple(torch.tensor(v, dtype=torch.float64) for v in inputs.values()))
+    for name, expected in zip(inputs, theirs):
+        assert jacobians[name].shape == tuple(expected.shape), name
+        np.testing.assert_allclose(jacobians[name], expected.numpy(), rtol=1e-10, atol=1e-12,
+                                   err_msg=name)

@@ -6,7 +6,9 @@ from .common import Exit, numerical
 from .output import Format, Result, node_records, write
 
 
-def run_arrays(args, graph, inputs, names, env):
+def run_arrays(args, graph, inputs, names, env, data=()):
+    """The result at the point `inputs`; the columns of --data (`data`) are
+    not echoed as inputs."""
     from ..core import tensors
     if getattr(args, 'mode', 'reverse') == 'forward':
         raise UsageError('--mode forward takes programs of numbers only, so far')
@@ -24,13 +26,15 @@ def run_arrays(args, graph, inputs, names, env):
     if names is not None and args.command == 'grad':
         if value.ndim:
             raise UsageError(f'grad needs a scalar output, and this one has shape '
-                             f'{tensors.shown(value.shape)}: take sum(...) or mean(...) of it')
+                             f'{tensors.shown(value.shape)}: use adgrad jacobian, or take '
+                             'sum(...) or mean(...) of it')
         grads = tensors.gradients(graph, values)
         gradients = {name: grads[graph.inputs[name]] for name in names}
         infinite = [n for n, g in gradients.items() if not tensors.is_finite(g)]
         if infinite:
             numerical(f'the gradient ∂f/∂{infinite[0]} is not finite', args.strict, env.warn)
-    result = Result(value=_plain(value), inputs={n: _plain(inputs[n]) for n in sorted(graph.inputs)},
+    result = Result(value=_plain(value), inputs={n: _plain(inputs[n]) for n in sorted(graph.inputs)
+                                                      if n not in data},
                     gradients=gradients and {n: _plain(g) for n, g in gradients.items()}, warnings=env.warn.messages[start:],
                     title=graph.text(graph.output, 60))
     fmt = Format(args.format)

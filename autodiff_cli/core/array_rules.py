@@ -335,3 +335,97 @@ def index_vjp(k, g, out, a, key):
     d = k.np.zeros(k.np.shape(a))
     d[key] = g   # basic indexing: each entry at most once
     return d, None
+
+
+# ---- forward mode: JVP rules, `jvp(k, tangents, out, *args)` with None for an
+# argument that has no tangent (derive/forward.py) ----
+
+def _each(tangents, args, np):
+    """The tangents with zeros in place of None, in each argument's shape."""
+    return [np.zeros(np.shape(a)) if t is None else t for t, a in zip(tangents, args)]
+
+
+def _bilinear(product):
+    def jvp(k, tangents, out, a, b):
+        ta, tb = tangents
+        parts = ([product(k.np, ta, b)] if ta is not None else []) + (
+            [product(k.np, a, tb)] if tb is not None else [])
+        return parts[0] if len(parts) == 1 else parts[0] + parts[1]
+    return jvp
+
+
+matmul_jvp = _bilinear(lambda np, a, b: np.matmul(a, b))
+outer_jvp = _bilinear(lambda np, a, b: np.outer(a, b))
+
+
+def transpose_jvp(k, tangents, out, a):
+    return _t(k.np, tangents[0])
+
+
+def grouped_jvp(vjp):
+    """The JVP of a reduction, each input entry feeding one output entry: the
+    tangent weighted by the VJP of ones, summed over the reduced axis."""
+    def jvp(k, tangents, out, a, axis):
+        np = k.np
+        weight = vjp(k, np.ones(np.shape(out)), out, a, axis)[0]
+        return np.sum(tangents[0] * weight, axis=axis)
+    return jvp
+
+
+def norm_jvp(k, tangents, out, a, order):
+    return k.np.sum(tangents[0] * norm_vjp(k, 1.0, out, a, order)[0])
+
+
+def softmax_jvp(k, tangents, out, a, axis):
+    t = tangents[0]
+    return out * (t - k.np.sum(out * t, axis=axis, keepdims=True))
+
+
+def trace_jvp(k, tangents, out, a):
+    return k.np.trace(tangents[0])
+
+
+def det_jvp(k, tangents, out, a):
+    np = k.np
+    if out == 0:   # as det_vjp: torch's 0 at a singular matrix
+        return np.zeros(())
+    return out * np.trace(np.linalg.solve(a, tangents[0]))
+
+
+def logdet_jvp(k, tangents, out, a):
+    np = k.np
+    if np.isnan(out):
+        return np.zeros(())
+    return np.trace(np.linalg.solve(a, tangents[0]))
+
+
+def inv_jvp(k, tangents, out, a):
+    return -k.np.matmul(out, k.np.matmul(tangents[0], out))
+
+
+def solve_jvp(k, tangents, out, a, b):
+    np = k.np
+    ta, tb = tangents
+    rhs = (tb if tb is not None else 0.0) - (np.matmul(ta, out) if ta is not None else 0.0)
+    return np.linalg.solve(a, np.broadcast_to(rhs, np.shape(out)))
+
+
+def diag_jvp(k, tangents, out, a):
+    return k.np.diag(tangents[0])
+
+
+def reshape_jvp(k, tangents, out, a, shape):
+    return k.np.reshape(tangents[0], shape)
+
+
+def concat_jvp(k, tangents, out, *arrays_and_axis):
+    *arrays, axis = arrays_and_axis
+    return k.np.concatenate(_each(tangents[:-1], arrays, k.np), axis=axis)
+
+
+def stack_jvp(k, tangents, out, *arrays):
+    return k.np.stack(_each(tangents, arrays, k.np))
+
+
+def index_jvp(k, tangents, out, a, key):
+    return k.np.asarray(tangents[0])[key]

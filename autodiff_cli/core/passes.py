@@ -67,8 +67,9 @@ def pullback(graph, i, g, values, algebra=NUMBERS):
     return RULES[node.op](algebra, g, values[i], *[values[a] for a in node.args])
 
 
-def backward(graph, values, output=None, algebra=NUMBERS):
-    """∂output/∂node for every node, by the chain rule in reverse tape order.
+def backward(graph, values, output=None, algebra=NUMBERS, seed=1.0):
+    """∂output/∂node for every node, by the chain rule in reverse tape order
+    (`seed`: the output's own cotangent, an array of its shape for an array).
 
     Accumulation goes through the algebra, so an algebra that records builds
     the gradient's own graph with this very loop. A node passes gradients on
@@ -80,7 +81,7 @@ def backward(graph, values, output=None, algebra=NUMBERS):
     output = graph.output if output is None else output
     nodes = graph.nodes
     grads = [None] * len(nodes)
-    grads[output] = 1.0
+    grads[output] = seed
     meeting = getattr(algebra, 'meeting', None)
     meet = meeting(graph, values, grads, algebra) if meeting is not None else None
     rules, k, add = RULES, algebra, algebra.add

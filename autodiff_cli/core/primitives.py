@@ -537,35 +537,38 @@ LOGIC = [
 # shapes, or raises ShapeError; a static argument (an axis, an index) is a
 # constant of the program, passed as its value. ----
 
-def _tensor(name, arity, vjp, shape, array=None, **forms):
-    return _row(name, arity, None, array or name, vjp, kind=TENSOR, shape=shape, numpy=NO_FORM,
-                c=NO_FORM, js=NO_FORM, latex=NO_FORM, **forms)
+def _tensor(name, arity, vjp, shape, jvp, array=None, **forms):
+    return _row(name, arity, None, array or name, vjp, jvp=jvp, kind=TENSOR, shape=shape,
+                numpy=NO_FORM, c=NO_FORM, js=NO_FORM, latex=NO_FORM, **forms)
 
 
+_rules = array_rules
+_grouped = _rules.grouped_jvp
 ARRAYS = [
-    _tensor('matmul', 2, array_rules.matmul_vjp, array_rules.matmul_shape, symbol='@',
+    _tensor('matmul', 2, _rules.matmul_vjp, _rules.matmul_shape, _rules.matmul_jvp, symbol='@',
             text=('$0 @ $1', 2, 2, 3)),
-    _tensor('transpose', 1, array_rules.transpose_vjp, array_rules.transpose_shape),
-    _tensor('outer', 2, array_rules.outer_vjp, array_rules.outer_shape),
-    _tensor('sum', 2, array_rules.sum_vjp, array_rules.reduce_shape),
-    _tensor('mean', 2, array_rules.mean_vjp, array_rules.reduce_shape),
-    _tensor('prod', 2, array_rules.prod_vjp, array_rules.reduce_shape),
-    _tensor('amax', 2, array_rules.extreme_vjp, array_rules.reduce_shape),
-    _tensor('amin', 2, array_rules.extreme_vjp, array_rules.reduce_shape),
-    _tensor('norm', 2, array_rules.norm_vjp, array_rules.norm_shape),
-    _tensor('logsumexp', 2, array_rules.logsumexp_vjp, array_rules.reduce_shape),
-    _tensor('softmax', 2, array_rules.softmax_vjp, array_rules.softmax_shape),
-    _tensor('trace', 1, array_rules.trace_vjp, array_rules.trace_shape),
-    _tensor('det', 1, array_rules.det_vjp, array_rules.square_to_scalar),
-    _tensor('logdet', 1, array_rules.logdet_vjp, array_rules.square_to_scalar),
-    _tensor('inv', 1, array_rules.inv_vjp, array_rules.inv_shape),
-    _tensor('solve', 2, array_rules.solve_vjp, array_rules.solve_shape),
-    _tensor('diag', 1, array_rules.diag_vjp, array_rules.diag_shape),
-    _tensor('reshape', 2, array_rules.reshape_vjp, array_rules.reshape_shape),
-    _tensor('concat', -1, array_rules.concat_vjp, array_rules.concat_shape),
-    _tensor('stack', -1, array_rules.stack_vjp, array_rules.stack_shape,
+    _tensor('transpose', 1, _rules.transpose_vjp, _rules.transpose_shape, _rules.transpose_jvp),
+    _tensor('outer', 2, _rules.outer_vjp, _rules.outer_shape, _rules.outer_jvp),
+    _tensor('sum', 2, _rules.sum_vjp, _rules.reduce_shape, _grouped(_rules.sum_vjp)),
+    _tensor('mean', 2, _rules.mean_vjp, _rules.reduce_shape, _grouped(_rules.mean_vjp)),
+    _tensor('prod', 2, _rules.prod_vjp, _rules.reduce_shape, _grouped(_rules.prod_vjp)),
+    _tensor('amax', 2, _rules.extreme_vjp, _rules.reduce_shape, _grouped(_rules.extreme_vjp)),
+    _tensor('amin', 2, _rules.extreme_vjp, _rules.reduce_shape, _grouped(_rules.extreme_vjp)),
+    _tensor('norm', 2, _rules.norm_vjp, _rules.norm_shape, _rules.norm_jvp),
+    _tensor('logsumexp', 2, _rules.logsumexp_vjp, _rules.reduce_shape,
+            _grouped(_rules.logsumexp_vjp)),
+    _tensor('softmax', 2, _rules.softmax_vjp, _rules.softmax_shape, _rules.softmax_jvp),
+    _tensor('trace', 1, _rules.trace_vjp, _rules.trace_shape, _rules.trace_jvp),
+    _tensor('det', 1, _rules.det_vjp, _rules.square_to_scalar, _rules.det_jvp),
+    _tensor('logdet', 1, _rules.logdet_vjp, _rules.square_to_scalar, _rules.logdet_jvp),
+    _tensor('inv', 1, _rules.inv_vjp, _rules.inv_shape, _rules.inv_jvp),
+    _tensor('solve', 2, _rules.solve_vjp, _rules.solve_shape, _rules.solve_jvp),
+    _tensor('diag', 1, _rules.diag_vjp, _rules.diag_shape, _rules.diag_jvp),
+    _tensor('reshape', 2, _rules.reshape_vjp, _rules.reshape_shape, _rules.reshape_jvp),
+    _tensor('concat', -1, _rules.concat_vjp, _rules.concat_shape, _rules.concat_jvp),
+    _tensor('stack', -1, _rules.stack_vjp, _rules.stack_shape, _rules.stack_jvp,
             text=NO_FORM),   # written as a literal, [a, b]
-    _tensor('index', 2, array_rules.index_vjp, array_rules.index_shape, text=NO_FORM),
+    _tensor('index', 2, _rules.index_vjp, _rules.index_shape, _rules.index_jvp, text=NO_FORM),
 ]
 
 PRIMITIVES = {row.name: row for row in OPERATORS + CALLABLE + INTERNAL + LOGIC + ARRAYS}

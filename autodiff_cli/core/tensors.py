@@ -28,8 +28,9 @@ def algebra():
         from . import arrays
         forms = {row.name: getattr(arrays, row.array, None) or getattr(np, row.array)
                  for row in PRIMITIVES.values()}
+        settle = lambda t, value: np.broadcast_to(t, np.shape(value))   # noqa: E731
         _ALGEBRA.append(SimpleNamespace(np=np, coerce=lambda v: np.asarray(v, dtype=np.float64),
-                                        meeting=Unbroadcast, **forms))
+                                        meeting=Unbroadcast, settle=settle, **forms))
     return _ALGEBRA[0]
 
 
@@ -179,9 +180,56 @@ def evaluate(graph, inputs):
         return forward(graph, inputs, k)
 
 
-def gradients(graph, values):
-    """∂output/∂node for every node, each in its node's shape."""
+def gradients(graph, values, seed=1.0):
+    """∂output/∂node for every node, each in its node's shape; `seed` is the
+    cotangent of the output (1 for a scalar output)."""
     from .passes import backward
     k = algebra()
     with k.np.errstate(all='ignore'):
-        return backward(graph, values, algebra=k)
+        return backward(graph, values, algebra=k, seed=seed)
+
+
+def tangents(graph, values, directions):
+    """∂node/∂t for every node along {input name: tangent in its shape} (None
+    where a node does not depend on them), by forward mode."""
+    from ..derive.forward import tangents as forward_tangents
+    k = algebra()
+    with k.np.errstate(all='ignore'):
+        return forward_tangents(graph, values, directions, k)
+
+
+def jacobian(graph, values, names, mode=None):
+    """({name: ∂output/∂name, of shape output's + name's}, mode): by reverse
+    mode, a pass per output entry, or forward mode, a pass per input entry,
+    whichever is fewer (`mode` 'forward' or 'reverse' to choose)."""
+    np = algebra().np
+    out = np.asarray(values[graph.output])
+    sizes = {name: np.size(values[graph.inputs[name]]) for name in names}
+    if mode is None:
+        mode = 'forward' if sum(sizes.values()) < out.size else 'reverse'
+    result = {}
+    if mode == 'reverse':
+        rows = {name: [] for name in names}
+        for k in range(out.size):
+            seed = np.zeros(out.size)
+            seed[k] = 1.0
+            grads = gradients(graph, values, seed.reshape(out.shape))
+            for name in names:
+                rows[name].append(np.asarray(grads[graph.inputs[name]], dtype=np.float64))
+        for name in names:
+            shape = np.shape(values[graph.inputs[name]])
+            result[name] = np.array(rows[name]).reshape(out.shape + shape)
+        return result, mode
+    for name in names:
+        shape = np.shape(values[graph.inputs[name]])
+        columns = []
+        for k in range(sizes[name]):
+            direction = np.zeros(sizes[name])
+            direction[k] = 1.0
+            t = tangents(graph, values, {name: direction.reshape(shape)})[graph.output]
+            columns.append(np.broadcast_to(0.0 if t is None else t, out.shape))
+        # entries in the output's order, then the input's
+        stacked = np.array(columns).reshape(shape + out.shape)
+        result[name] = np.moveaxis(stacked, tuple(range(len(shape))),
+                                   tuple(range(out.ndim, out.ndim + len(shape))))
+    return result, mode
