@@ -68,15 +68,14 @@ def pullback(graph, i, g, values, algebra=NUMBERS):
 
 
 def backward(graph, values, output=None, algebra=NUMBERS, seed=1.0):
-    """∂output/∂node for every node, by the chain rule in reverse tape order
-    (`seed`: the output's own cotangent, an array of its shape for an array).
+    """∂output/∂node for every node, by the chain rule in reverse tape order;
+    `seed` is the output's own cotangent (of its shape, for an array).
 
-    Accumulation goes through the algebra, so an algebra that records builds
-    the gradient's own graph with this very loop. A node passes gradients on
-    only once one has reached it, as in PyTorch (a binding the output never
-    uses gets 0, and its inf cannot make 0 * inf). An algebra's `meeting`
-    may say how cotangents meet instead: where both branches of an `if` ran
-    (branches.py), or where a broadcast one sums back to its argument's shape.
+    Accumulation goes through the algebra, so a recording one builds the
+    gradient's graph with this loop. A node passes gradients on only once one
+    has reached it, as in PyTorch (an unused binding's inf cannot make 0 * inf).
+    An algebra's `meeting` may say how cotangents meet: by branch (branches.py),
+    or summed back from a broadcast (tensors.py).
     """
     output = graph.output if output is None else output
     nodes = graph.nodes
