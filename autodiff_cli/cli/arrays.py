@@ -28,7 +28,7 @@ def run_arrays(args, graph, inputs, names, env, data=()):
             raise UsageError(f'grad needs a scalar output, and this one has shape '
                              f'{tensors.shown(value.shape)}: use adgrad jacobian, or take '
                              'sum(...) or mean(...) of it')
-        grads = tensors.gradients(graph, values)
+        grads = tensors.gradients(graph, values, wrt=None if args.nodes else names)
         gradients = {name: grads[graph.inputs[name]] for name in names}
         infinite = [n for n, g in gradients.items() if not tensors.is_finite(g)]
         if infinite:
