@@ -153,7 +153,7 @@ def test_a_column_bound_twice_is_refused(run_cli, tmp_path):
 
 @pytest.mark.parametrize('command', [
     ['render', 'sum(x)', 'x=[1, 2]'], ['hessian', 'sum(x^2)', 'x=[1, 2]'],
-    ['check', 'sum(x^2)', 'x=[1, 2]'], ['diff', 'sum(x^2)'],
+    ['check', 'sum(x^2)', 'x=[1, 2]', '--order', '2'], ['diff', 'sum(x^2)'],
     ['grad', 'sum(x^2)', 'x=[1, 2]', '--explain']])
 def test_what_takes_no_arrays_yet_says_so_in_one_line(run_cli, command):
     code, out, err = run_cli(*command)
@@ -181,3 +181,26 @@ def test_a_tangent_gives_the_directional_derivative(run_cli):
     code, _, err = run_cli('grad', '--mode', 'forward', '--tangent', 'x=[1, 0]', 'sum(x)',
                            'x=[1, 2, 3]')
     assert code == 2 and "the tangent of 'x' has shape [2], but 'x' has [3]" in err
+
+
+def test_check_passes_a_right_gradient_and_fails_a_wrong_one(run_cli, monkeypatch):
+    argv = ('check', 'sum(tanh(A.T @ x))', 'A=[[1, 2, 3], [4, 5, 6]]', 'x=[0.1, -0.2]', '--json')
+    code, out, err = run_cli(*argv)
+    rows = json.loads(out)
+    assert code == 0 and {r['verdict'] for r in rows} == {'pass'}
+    # every entry of A (6) and of x (2), and 3 random directions each
+    assert [r['variable'] for r in rows][:8] == ['A[0,0]', 'A[0,1]', 'A[0,2]', 'A[1,0]',
+                                                 'A[1,1]', 'A[1,2]', 'A·r1', 'A·r2']
+    from autodiff_cli.core import passes
+    monkeypatch.setitem(passes.RULES, 'transpose', lambda k, g, out, a: (-g.T,))   # planted
+    code, out, err = run_cli(*argv)
+    assert code == 1 and 'FAIL' in {r['verdict'] for r in json.loads(out)}
+    assert 'checks failed' in err
+
+
+def test_check_warns_at_a_tie_rather_than_failing(run_cli):
+    code, out, err = run_cli('check', 'max(x)', 'x=[1, 3, 3]', '--json')
+    rows = {r['variable']: r for r in json.loads(out)}
+    assert code == 0
+    assert rows['x[0]']['verdict'] == 'pass' and rows['x[1]']['verdict'] == 'warn'
+    assert rows['x[1]']['ad'] == 0.5 == pytest.approx(rows['x[1]']['fd'])
