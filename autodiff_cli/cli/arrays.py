@@ -14,12 +14,12 @@ def run_arrays(args, graph, inputs, names, env, data=()):
         raise UsageError('--explain takes programs of numbers only, so far')
     start = len(env.warn.messages)
     values = tensors.evaluate(graph, inputs)
-    bad = tensors.first_nonfinite(values)
-    if bad is not None:
+    value = values[graph.output]
+    if not tensors.is_finite(value):   # (an untaken side of an `if` may be, harmlessly)
         from .common import where
+        bad = tensors.first_nonfinite(values)
         numerical(f'{where(graph, bad)} is not finite, the first non-finite value',
                   args.strict, env.warn)
-    value = values[graph.output]
     gradients = grads = None
     if names is not None and args.command == 'grad':
         if value.ndim:
@@ -36,10 +36,10 @@ def run_arrays(args, graph, inputs, names, env, data=()):
         infinite = [n for n, g in gradients.items() if not tensors.is_finite(g)]
         if infinite:
             numerical(f'the gradient ∂f/∂{infinite[0]} is not finite', args.strict, env.warn)
-    result = Result(value=_plain(value), inputs={n: _plain(inputs[n]) for n in sorted(graph.inputs)
-                                                      if n not in data},
-                    gradients=gradients and {n: _plain(g) for n, g in gradients.items()}, warnings=env.warn.messages[start:],
-                    title=graph.text(graph.output, 60))
+    result = Result(value=_plain(value),
+                    inputs={n: _plain(inputs[n]) for n in sorted(graph.inputs) if n not in data},
+                    gradients=gradients and {n: _plain(g) for n, g in gradients.items()},
+                    warnings=env.warn.messages[start:], title=graph.text(graph.output, 60))
     fmt = Format(args.format)
     if args.nodes:
         write_nodes(result, node_records(graph, values, grads), fmt, env)

@@ -46,21 +46,46 @@ class Unbroadcast:
     computed only then, and a constant's is never summed back."""
 
     def __init__(self, graph, values, grads, algebra):
-        self.grads, self.np = grads, algebra.np
+        self.grads, self.np, self.nodes, self.values = grads, algebra.np, graph.nodes, values
         self.shapes = [getattr(v, 'shape', ()) for v in values]
         self.needed = _leading_to(graph, algebra.wanted)
+        # Below an `if`, the entries that took each branch: None is every entry.
+        self.live = [None] * len(values) if any(n.op == 'if' for n in graph.nodes) else None
 
     def __call__(self, i, args, cotangents):
         grads, shapes, needed = self.grads, self.shapes, self.needed
-        for a, da in zip(args, cotangents):
+        masks = self.masks(i, args) if self.live is not None else None
+        for k, (a, da) in enumerate(zip(args, cotangents)):
             if da is None or not needed[a]:   # a constant's, the data's: never read
                 continue
             if type(da) is Deferred:
                 da = da.compute()
             shape = shapes[a]
+            mask = None if masks is None else masks[k]
+            if mask is not None:   # an untaken entry's 0 * inf is no gradient: 0
+                da = self.np.where(mask, da, 0.0)
+                mask = _any_to(self.np, mask, shape)
             if getattr(da, 'shape', ()) != shape:
                 da = sum_to(self.np, da, shape)
+            if masks is not None:
+                before = self.live[a]
+                self.live[a] = mask if grads[a] is None else (
+                    None if before is None or mask is None else before | mask)
             grads[a] = da if grads[a] is None else grads[a] + da
+
+    def masks(self, i, args):
+        """Each argument's live entries, in node i's shape: an `if` splits its
+        own by its condition; an elementwise op passes them on; an op of
+        arrays mixes entries, so every entry of its arguments is live."""
+        np, live = self.np, self.live[i]
+        op = self.nodes[i].op
+        if op == 'if':
+            taken = np.broadcast_to(self.values[args[0]] != 0, self.shapes[i])
+            return (None, taken if live is None else live & taken,
+                    ~taken if live is None else live & ~taken)
+        if live is None or PRIMITIVES[op].kind == TENSOR:
+            return (None,) * len(args)
+        return (live,) * len(args)
 
     def result(self):
         zeros = self.np.zeros
@@ -76,6 +101,17 @@ def _leading_to(graph, wanted):
         elif node.args:
             result[i] = any(result[a] for a in node.args)
     return result
+
+
+def _any_to(np, mask, shape):
+    """A mask of a broadcast result, down to an argument's shape: an entry is
+    live where any entry it was broadcast to is."""
+    if mask.shape == shape:
+        return mask
+    extra = mask.ndim - len(shape)
+    mask = np.any(mask, axis=tuple(range(extra))) if extra > 0 else mask
+    stretched = tuple(k for k, n in enumerate(shape) if n == 1 and mask.shape[k] != 1)
+    return np.any(mask, axis=stretched, keepdims=True) if stretched else mask
 
 
 def sum_to(np, value, shape):
