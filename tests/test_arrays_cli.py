@@ -204,3 +204,12 @@ def test_check_warns_at_a_tie_rather_than_failing(run_cli):
     assert code == 0
     assert rows['x[0]']['verdict'] == 'pass' and rows['x[1]']['verdict'] == 'warn'
     assert rows['x[1]']['ad'] == 0.5 == pytest.approx(rows['x[1]']['fd'])
+
+
+def test_a_size_named_in_two_declarations_must_agree(run_cli):
+    program = 'input A[m, n], x[n]; sum(A @ x)'
+    assert run_cli('eval', program, 'A=[[1, 2], [3, 4]]', 'x=[1, 2]')[:2] == (0, '16.0\n')
+    code, out, err = run_cli('eval', program, 'A=[[1, 2], [3, 4]]', 'x=[1, 2, 3]')
+    assert (code, out) == (2, '')
+    assert err.splitlines()[0] == ("adgrad: error: 'x' is declared [n], so n is 3 here, but 'A' "
+                                   'made it 2 (column 16)')

@@ -148,13 +148,14 @@ def shapes(graph, inputs):
     """Each node's shape, given the inputs' values; an AdgradError with a
     caret under the operator where shapes cannot go together."""
     result = [()] * len(graph.nodes)
+    sizes = {}   # a size's name -> the size the first value with it gave
     for i, node in enumerate(graph.nodes):
         op = node.op
         if op == 'input':
             result[i] = shape_of(inputs[node.name])
             declared = graph.shapes.get(node.name) if graph.shapes is not None else None
             if declared is not None:
-                check_declared(graph, node, declared, result[i])
+                check_declared(graph, node, declared, result[i], sizes)
         elif not node.args:
             result[i] = shape_of(node.value) if op == 'const' else None
         else:
@@ -170,13 +171,19 @@ def shapes(graph, inputs):
     return result
 
 
-def check_declared(graph, node, declared, actual):
-    """A bound value has the shape its `input` declared: sizes that are names
-    are bound by the first value that has them."""
+def check_declared(graph, node, declared, actual, sizes):
+    """A bound value has the shape its `input` declared: a size that is a name
+    is bound, in `sizes`, by the first value that has it."""
+    where = node.span[0] if node.span else None
     if len(declared) != len(actual) or any(
             isinstance(d, int) and d != n for d, n in zip(declared, actual)):
         raise AdgradError(f"'{node.name}' is declared {shown(declared)} but its value is "
-                          f'{shown(actual)}', graph.source, node.span[0] if node.span else None)
+                          f'{shown(actual)}', graph.source, where)
+    for d, n in zip(declared, actual):
+        if isinstance(d, str) and sizes.setdefault(d, (n, node.name))[0] != n:
+            size, first = sizes[d]
+            raise AdgradError(f"'{node.name}' is declared {shown(declared)}, so {d} is {n} "
+                              f"here, but '{first}' made it {size}", graph.source, where)
 
 
 _VERBS = {'add': 'add {0} and {1}', 'sub': 'subtract {1} from {0}', 'mul': 'multiply {0} by {1}',
