@@ -213,3 +213,13 @@ def test_a_size_named_in_two_declarations_must_agree(run_cli):
     assert (code, out) == (2, '')
     assert err.splitlines()[0] == ("adgrad: error: 'x' is declared [n], so n is 3 here, but 'A' "
                                    'made it 2 (column 16)')
+
+
+def test_a_table_shows_a_matrix_as_its_rows(run_cli):
+    code, out, _ = run_cli('grad', 'sum((A @ x - b)^2)', 'A=[[1, 2], [3, 4]]', 'x=[1, -1]',
+                           'b=[0.5, 2]', '--format', 'table')
+    assert code == 0
+    lines = [line.split() for line in out.splitlines()]
+    assert lines[0] == ['f', 'sum((A', '@', 'x', '-', 'b)^2)']
+    assert lines[2:4] == [['df/dA', '-3.0', '3.0'], ['-6.0', '6.0']] or \
+        lines[2:4] == [['∂f/∂A', '-3.0', '3.0'], ['-6.0', '6.0']]

@@ -43,9 +43,60 @@ def run_arrays(args, graph, inputs, names, env, data=()):
     fmt = Format(args.format)
     if args.nodes:
         write_nodes(result, node_records(graph, values, grads), fmt, env)
+    elif fmt is Format.TABLE:
+        env.stdout.write(grid_text(result, env))
     else:
         write(result, fmt, env)
     return Exit.OK
+
+
+def grid_text(result, env):
+    """The result on a terminal: a vector as a row of numbers, a matrix as
+    its rows, right-aligned; a large array or a stack of matrices, summarised.
+    Too wide for the terminal at full precision, numbers show 7 digits."""
+    import shutil
+
+    from ..core.numbers import number
+    from ..table.rich_tables import rich_text, table
+    d = env.partial
+    shown = [('value', result.value)] + [(f'{d}f/{d}{name}', g)
+                                         for name, g in (result.gradients or {}).items()]
+    width = max([1] + [_columns(v) for _, v in shown])
+
+    def rows(spell):
+        made = []
+        for label, value in shown:
+            for k, cells in enumerate(_lines(value, spell)):
+                made.append([label if k == 0 else ''] + cells + [''] * (width - len(cells)))
+        return made
+
+    full = rows(number)
+    needed = max(len(row[0]) for row in full) + 2 + sum(
+        max(len(row[k]) for row in full) + 2 for k in range(1, width + 1))
+    cells = full if needed <= shutil.get_terminal_size().columns else rows(
+        lambda x: number(x, 7))
+    columns = [('', 'left', 'bold')] + [('', 'right', None)] * width
+    from rich.text import Text
+    heading = Text(f' f  {result.title}')
+    return rich_text([heading, table(columns, cells, show_header=False, box=None,
+                                     padding=(0, 1))], env.stdout, colour=env.colour)
+
+
+def _columns(value):
+    ndim = getattr(value, 'ndim', 0)
+    return value.shape[-1] if ndim in (1, 2) and value.size <= SHOWN * SHOWN and \
+        value.shape[-1] <= SHOWN else 1
+
+
+def _lines(value, number):
+    ndim = getattr(value, 'ndim', 0)
+    if ndim == 0:
+        return [[number(value)]]
+    if _columns(value) == 1 and value.shape[-1] != 1:
+        return [[summary(value)]]
+    if ndim == 1:
+        return [[number(v) for v in value.tolist()]]
+    return [[number(v) for v in row] for row in value.tolist()]
 
 
 def _plain(value):
