@@ -10,6 +10,7 @@ def run_arrays(args, graph, inputs, names, env, data=()):
     """The result at the point `inputs`; the columns of --data (`data`) are
     not echoed as inputs."""
     from ..core import tensors
+    from ..derive import jacobian
     if getattr(args, 'explain', False):
         raise UsageError('--explain takes programs of numbers only, so far')
     start = len(env.warn.messages)
@@ -29,7 +30,7 @@ def run_arrays(args, graph, inputs, names, env, data=()):
         if getattr(args, 'mode', 'reverse') == 'forward':   # a tangent pass per entry
             if args.nodes:
                 raise UsageError('--nodes with --mode forward takes programs of numbers only')
-            gradients = tensors.jacobian(graph, values, names, 'forward')[0]
+            gradients = jacobian.jacobian(graph, values, names, 'forward')[0]
         else:
             grads = tensors.gradients(graph, values, wrt=None if args.nodes else names)
             gradients = {name: grads[graph.inputs[name]] for name in names}
@@ -162,6 +163,7 @@ def run_tangent(args, graph, inputs, env):
     """grad --mode forward --tangent: the value and the Jacobian-vector product
     along the given direction, by one forward pass."""
     from ..core import tensors
+    from ..derive import jacobian
     from ..table.formats import json_number
     from .common import parse_bindings
     from ..core.passes import check_names
@@ -176,7 +178,7 @@ def run_tangent(args, graph, inputs, env):
             raise UsageError(f"the tangent of '{name}' has shape {tensors.shown(t.shape)}, but "
                              f"'{name}' has {tensors.shown(shape)}")
     out = values[graph.output]
-    t = tensors.tangents(graph, values, directions)[graph.output]
+    t = jacobian.tangents(graph, values, directions)[graph.output]
     jvp = _plain(k.np.broadcast_to(0.0 if t is None else t, k.np.shape(out)).copy())
     if not tensors.is_finite(jvp):
         numerical('the Jacobian-vector product is not finite', args.strict, env.warn)

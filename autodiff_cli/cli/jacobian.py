@@ -31,6 +31,7 @@ def add_arguments(parser, command):
 
 def run(args, env):
     from ..core import tensors
+    from ..derive import jacobian
     if args.format is None:
         args.format = Format.TABLE if env.stdout_isatty else Format.PLAIN
     graph, bindings = load(args, env)
@@ -41,7 +42,7 @@ def run(args, env):
         numerical('the value is not finite everywhere', args.strict, env.warn)
     if not names:
         raise UsageError('the expression has no variables to differentiate with respect to')
-    jacobians, mode = tensors.jacobian(graph, values, names,
+    jacobians, mode = jacobian.jacobian(graph, values, names,
                                        None if args.mode == 'auto' else args.mode)
     value = _plain(values[graph.output])
     if Format(args.format) is Format.JSON:
