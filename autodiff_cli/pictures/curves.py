@@ -12,7 +12,7 @@ between them, so a step is drawn as a step and a pole without a spike.
 from collections import namedtuple
 
 # x: the sample points, increasing; curves: f, then f′ (and f″ at order 2),
-# each an array of len(x); NaN where not finite, and at each gap.
+# each an array of len(x); NaN where not finite or f is not, and at each gap.
 Curve = namedtuple('Curve', 'name x curves')
 # x, y: the axes (1-D); f, dx, dy: arrays [len(y), len(x)], NaN where not finite.
 Grid = namedtuple('Grid', 'names x y f dx dy')
@@ -21,6 +21,7 @@ _LEVELS = 40          # bisections of a suspect interval: its width shrinks 2^40
 _STANDS_OUT = 2.0     # an increment this many times both neighbours' is suspect
 _VISIBLE = 1e-3       # ... if it is this fraction of the curve's spread
 _KEPT = 0.25          # a jump keeps this much of its increment however narrow the interval
+_ROUNDS = 3
 
 
 def derivative_graph(graph, name):
@@ -50,7 +51,10 @@ def sampler(graph, name, fixed, order=1):
             else:
                 _, grads2, _ = run_batch(second, columns, len(x), [name])
                 out.append(grads2[name])
-        return [np.where(np.isfinite(v), v, np.nan) for v in out]
+        # A derivative where f itself is not finite (log's 1/x at x < 0) is
+        # no slope of the curve: a gap there too.
+        defined = np.isfinite(value)
+        return [np.where(defined & np.isfinite(v), v, np.nan) for v in out]
     return at
 
 
@@ -106,11 +110,51 @@ def _score(a, b):
 
 def _with_gaps(x, curves, at):
     """x and the curves with the ends of each jump added, and after each
-    jump's left end a repeat of that point with NaN in the curve that jumps."""
+    jump's left end a repeat of that point with NaN in the curves that jump.
+    A round looks again beside the ends the last one added (abs′ at 0 is a
+    third value between -1 and 1, with a jump on each side)."""
     import numpy as np
-    jobs = [(k, i) for k, values in enumerate(curves) for i in _suspects(values)]
-    if not jobs:
-        return x, curves
+    marker = np.zeros(len(x), dtype=bool)   # the rows of NaN that mark a gap
+    new = None
+    for _ in range(_ROUNDS):
+        jobs = []
+        for k, values in enumerate(curves):
+            if new is None:
+                candidates = _suspects(values)
+            else:
+                touch = new[:-1] | new[1:]
+                size = np.abs(np.diff(values))
+                candidates = np.flatnonzero(touch & ~(size <= _VISIBLE * spread(values)))
+            jobs += [(k, i) for i in candidates if not (marker[i] or marker[i + 1])]
+        if not jobs:
+            break
+        found = _bisect(x, curves, at, jobs)
+        if not found:
+            break
+        ends = np.setdiff1d([e for _, a, b in found for e in (a, b)], x)
+        merged = np.concatenate((x, ends))
+        order = np.argsort(merged, kind='stable')
+        x = merged[order]
+        curves = [np.concatenate((c, e))[order] for c, e in zip(curves, at(ends))]
+        marker = np.concatenate((marker, np.zeros(len(ends), dtype=bool)))[order]
+        new = np.isin(x, ends) & ~marker
+        lefts = sorted({a for _, a, _ in found})
+        spots = np.searchsorted(x, lefts, side='right')
+        rows = np.array(curves)[:, spots - 1]
+        for _k, a, _ in found:
+            rows[_k, lefts.index(a)] = np.nan
+        x = np.insert(x, spots, x[spots - 1])
+        curves = [np.insert(c, spots, row) for c, row in zip(curves, rows)]
+        marker = np.insert(marker, spots, True)
+        new = np.insert(new, spots, False)
+    return x, curves
+
+
+def _bisect(x, curves, at, jobs):
+    """(curve, left, right) of each job (curve, interval) that holds a jump:
+    the interval halved _LEVELS times, towards its larger increment, and
+    still keeping _KEPT of its first."""
+    import numpy as np
     kind = np.array([k for k, _ in jobs])
     left = np.array([x[i] for _, i in jobs])
     right = np.array([x[i + 1] for _, i in jobs])
@@ -126,21 +170,7 @@ def _with_gaps(x, curves, at):
         right, f_right = np.where(go_left, middle, right), np.where(go_left, f_middle, f_right)
         left, f_left = np.where(go_left, left, middle), np.where(go_left, f_left, f_middle)
     jumps = np.flatnonzero(~(np.abs(f_right - f_left) < _KEPT * first))
-    if not jumps.size:
-        return x, curves
-    ends = np.setdiff1d(np.concatenate((left[jumps], right[jumps])), x)
-    merged = np.concatenate((x, ends))
-    order = np.argsort(merged, kind='stable')
-    x = merged[order]
-    curves = [np.concatenate((c, e))[order] for c, e in zip(curves, at(ends))]
-    gaps = sorted((left[j], kind[j]) for j in jumps)
-    spots = np.searchsorted(x, [a for a, _ in gaps], side='right')
-    columns = np.array(curves)[:, spots - 1]
-    for n, (_, k) in enumerate(gaps):
-        columns[k, n] = np.nan
-    x = np.insert(x, spots, x[spots - 1])
-    curves = [np.insert(c, spots, row) for c, row in zip(curves, columns)]
-    return x, curves
+    return [(int(kind[j]), float(left[j]), float(right[j])) for j in jumps]
 
 
 def sample_grid(graph, names, ranges, samples=200, fixed=None, centred=False):

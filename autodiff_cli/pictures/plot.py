@@ -44,16 +44,17 @@ def _save(figure, fmt):
 
 def _view(curves):
     """y limits that show the curves' shape: their whole range, unless a
-    pole makes it many times their middle's, then that middle, widened."""
+    pole makes it many times the width of their middle 90%, then that
+    middle, widened by half its width each way."""
     import numpy as np
     finite = np.concatenate([c[np.isfinite(c)] for c in curves])
     if finite.size == 0:
         return -1.0, 1.0
     lo, hi = float(finite.min()), float(finite.max())
-    middle = max(spread(c) for c in curves)
+    middle = spread(finite)
     if middle > 0 and hi - lo > 4 * middle:
-        centre = np.quantile(finite, [0.05, 0.95])
-        lo, hi = max(lo, centre[0] - middle), min(hi, centre[1] + middle)
+        low, high = np.quantile(finite, [0.05, 0.95])
+        lo, hi = max(lo, low - middle / 2), min(hi, high + middle / 2)
     if hi - lo <= 0:
         lo, hi = lo - 1, hi + 1
     pad = 0.05 * (hi - lo)
@@ -103,8 +104,8 @@ def grid_figure(grid, arrows, fmt, title, path=None):
                                norm=BoundaryNorm(levels, 256))
         axes.contour(grid.x, grid.y, values, levels=levels, colors='white', linewidths=0.5,
                      alpha=0.6)
-        bar = figure.colorbar(filled, ax=axes)
-        bar.set_label('f (levels at equal shares of the area)')
+        bar = figure.colorbar(filled, ax=axes, format='%.4g')
+        bar.set_label('f (bands of equal area)')
     norm = np.hypot(arrows.dx, arrows.dy)
     with np.errstate(all='ignore'):
         u, v = arrows.dx / norm, arrows.dy / norm
