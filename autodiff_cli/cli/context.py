@@ -30,6 +30,7 @@ class Command(Choice):
     DIFF = 'diff', 'diff', 'print the derivative as a formula, or as NumPy, C or LaTeX'
     HESSIAN = 'hessian', 'hessian', 'print the matrix of second derivatives'
     CHECK = 'check', 'check', 'compare reverse mode with finite differences'
+    MINIMIZE = 'minimize', 'minimize', 'find a minimiser with the exact gradient (and Hessian)'
     PLOT = 'plot', 'plot', 'draw f and its derivatives over a range, or contours over two'
     COMPLETION = 'completion', 'completion', 'print a shell completion script'
 
