@@ -42,7 +42,7 @@ def add_arguments(parser, command):
                         help="the iteration limit (gd, momentum, adam: 1000; else scipy's)")
     parser.add_argument('--gtol', type=_positive, metavar='TOL',
                         help="gd, momentum, adam: stop once |∇f| <= TOL (1e-6); else "
-                             "scipy's tolerance (Newton-CG's xtol)")
+                             "scipy's tolerance (newton: Newton-CG's xtol, 1e-8)")
     parser.add_argument('--bounds', action='append', metavar="'x>=0'",
                         help="bounds for lbfgs and trust: 'x>=0', 'y<=2', '0<=x<=1', comma-"
                              'separated or repeated')
