@@ -130,6 +130,11 @@ def test_the_output_in_plain_and_json(run_cli):
     code, out, _ = run_cli('minimize', ROSENBROCK, 'x=-1.2', 'y=1', '--format', 'csv')
     header, _ = out.splitlines()
     assert header == 'x,y,f,grad_norm,iterations,evaluations,hessians,converged'
+    code, out, _ = run_cli('minimize', 'x^2', 'x=1', '--method', 'trust', '--format', 'table')
+    cells = {line.split('│')[1].strip(): line.split('│')[2].strip()
+             for line in out.splitlines() if line.count('│') == 3}
+    assert code == 0 and cells['converged'] == 'true' and abs(float(cells['x'])) < 1e-12
+    assert out.endswith('Optimization terminated successfully\n')
 
 
 def test_the_trace_is_a_csv_that_plot_draws(run_cli, tmp_path):

@@ -206,8 +206,9 @@ def _delimited(delimiter):
 def _table(result, names, env):
     from ..table.rich_tables import rich_text, table
     rows = [[k, _text(v)] for k, v in _fields(result, names)]
-    return rich_text([table([('', 'left', 'bold'), ('', 'right', None)], rows,
-                            title=result.why)], env.stdout, colour=env.colour)
+    shown = rich_text([table([('', 'left', 'bold'), ('', 'right', None)], rows,
+                             show_header=False)], env.stdout, colour=env.colour)
+    return shown + result.why + '\n'
 
 
 _WRITERS = {Format.PLAIN: _plain, Format.JSON: _json, Format.JSONL: _json,
