@@ -99,6 +99,9 @@ def test_the_grid_is_f_and_its_gradient():
     np.testing.assert_allclose(grid.f, (1-gx)**2 + 100*(gy-gx**2)**2, rtol=1e-14)
     np.testing.assert_allclose(grid.dx, -2*(1-gx) - 400*gx*(gy-gx**2), rtol=1e-13, atol=1e-12)
     np.testing.assert_allclose(grid.dy, 200*(gy-gx**2), rtol=1e-13, atol=1e-12)
+    domain = sample_grid(lower('log(x*y)'), ['x', 'y'], [(-1, 1), (-1, 1)], 4)
+    outside = np.multiply.outer(domain.y, domain.x) <= 0
+    assert np.isnan(domain.dx[outside]).all() and np.isfinite(domain.dx[~outside]).all()
     centred = sample_grid(lower('x*y'), ['x', 'y'], [(0, 1), (0, 2)], 4, centred=True)
     assert centred.x.tolist() == [0.125, 0.375, 0.625, 0.875]
     assert centred.y.tolist() == [0.25, 0.75, 1.25, 1.75]

@@ -14,7 +14,8 @@ from collections import namedtuple
 # x: the sample points, increasing; curves: f, then f′ (and f″ at order 2),
 # each an array of len(x); NaN where not finite or f is not, and at each gap.
 Curve = namedtuple('Curve', 'name x curves')
-# x, y: the axes (1-D); f, dx, dy: arrays [len(y), len(x)], NaN where not finite.
+# x, y: the axes (1-D); f, dx, dy: arrays [len(y), len(x)], NaN where not
+# finite or f is not.
 Grid = namedtuple('Grid', 'names x y f dx dy')
 
 _LEVELS = 40          # bisections of a suspect interval: its width shrinks 2^40-fold
@@ -190,6 +191,7 @@ def sample_grid(graph, names, ranges, samples=200, fixed=None, centred=False):
     gx, gy = np.meshgrid(xs, ys)
     columns = {**(fixed or {}), a: gx.ravel(), b: gy.ravel()}
     value, grads, _ = run_batch(graph, columns, gx.size, [a, b])
-    shaped = [np.where(np.isfinite(v), v, np.nan).reshape(gx.shape)
+    defined = np.isfinite(value)   # no arrows where f itself is not finite
+    shaped = [np.where(defined & np.isfinite(v), v, np.nan).reshape(gx.shape)
               for v in (value, grads[a], grads[b])]
     return Grid(tuple(names), xs, ys, *shaped)

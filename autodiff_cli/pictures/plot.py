@@ -103,6 +103,7 @@ def grid_figure(grid, arrows, fmt, title, path=None):
         filled = axes.contourf(grid.x, grid.y, values, levels=levels, cmap='viridis',
                                norm=BoundaryNorm(levels, 256))
         axes.contour(grid.x, grid.y, values, levels=levels, colors='white', linewidths=0.5,
+                     linestyles='solid',
                      alpha=0.6)
         bar = figure.colorbar(filled, ax=axes, format='%.4g')
         bar.set_label('f (bands of equal area)')
