@@ -221,12 +221,3 @@ def test_without_matplotlib_one_line_names_the_extra(run_cli, monkeypatch, tmp_p
     assert (code, out) == (2, '')
     assert err == ("adgrad: error: adgrad plot needs matplotlib, adgrad's plot extra: "
                    "pip install 'adgrad[plot]'\n")
-
-
-def test_start_up_imports_neither_matplotlib_nor_scipy():
-    check = ('import sys\nfrom autodiff_cli.cli.main import main\n'
-             "main(['grad', 'x*y', 'x=2', 'y=3'])\nmain(['--help'])\n"
-             "main(['plot', '--help'])\n"
-             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('matplotlib', 'scipy')))")
-    done = subprocess.run([sys.executable, '-c', check], check=False, capture_output=True, text=True, cwd=ROOT)
-    assert done.stdout.endswith('\n[]\n'), done.stderr
