@@ -221,3 +221,11 @@ def test_without_matplotlib_one_line_names_the_extra(run_cli, monkeypatch, tmp_p
     assert (code, out) == (2, '')
     assert err == ("adgrad: error: adgrad plot needs matplotlib, adgrad's plot extra: "
                    "pip install 'adgrad[plot]'\n")
+
+
+def test_the_title_names_the_output_and_the_values_held():
+    from autodiff_cli.cli.plot import _title
+    blocks = lower((ROOT / 'samples' / 'blocks.ad').read_text())
+    assert _title(blocks, {}, 'samples/blocks.ad') == 'blocks.ad: z = f(…)'   # not f's body
+    assert _title(lower('sin(a*x)  # a wave'), {'a': 2.0}) == 'f = sin(a*x)   (a = 2)'
+    assert _title(lower('loss = (w - 3)^2; loss'), {}) == 'loss = (w - 3)^2'

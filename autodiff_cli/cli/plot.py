@@ -69,7 +69,7 @@ def run(args, env):
     from ..core.passes import require_inputs
     require_inputs(graph, {**fixed, **dict.fromkeys(ranges, 0.0)})
     trace = read_path(args.path, list(ranges)) if args.path is not None else None
-    title = _title(graph, fixed)
+    title = _title(graph, fixed, args.file)
     from ..pictures import curves, plot
     if len(ranges) == 1:
         (name, (lo, hi)), = ranges.items()
@@ -187,7 +187,16 @@ def read_path(file, names):
     return [np.array(c, dtype=np.float64) for c in columns]
 
 
-def _title(graph, fixed):
-    text = ' '.join(graph.text(graph.output, 80).split())
+def _title(graph, fixed, file=None):
+    """What is drawn: the output's name (f if it has none) and its text, or
+    the block it comes out of; the file's name, and the values held fixed."""
+    node = graph.nodes[graph.output]
+    name = node.name or 'f'
+    if node.block is None:
+        shown = f"{name} = {' '.join(graph.text(graph.output, 80).split())}"
+    else:   # its text is the block's body: y + 1 for z = f(y)
+        shown = f"{name} = {node.block.split('/')[0].split('#')[0]}(…)"
+    if file not in (None, '-'):
+        shown = f'{os.path.basename(file)}: {shown}'
     bound = ', '.join(f'{k} = {v:g}' for k, v in fixed.items() if k in graph.inputs)
-    return f'f = {text}' + (f'   ({bound})' if bound else '')
+    return shown + (f'   ({bound})' if bound else '')
