@@ -13,6 +13,7 @@ from .common import Exit, input_values, load_program, parse_bindings
 from .evaluate import add_input
 
 ENDINGS = {'.png': 'png', '.svg': 'svg', '.pdf': 'pdf'}
+MOST_PER_SIDE = 2000   # of a grid: 4 million points
 NEEDS_MATPLOTLIB = ("adgrad plot needs matplotlib, adgrad's plot extra: "
                     "pip install 'adgrad[plot]'")
 
@@ -88,6 +89,9 @@ def run(args, env):
         if args.order != 1 or args.at is not None:
             raise UsageError(f"{'--order' if args.order != 1 else '--at'} is for one range: "
                              'two ranges draw the contours of f and its gradient')
+        if (args.samples or 0) > MOST_PER_SIDE:   # a grid is the square of it
+            raise UsageError(f'--samples {args.samples}: a grid of two ranges takes at most '
+                             f'{MOST_PER_SIDE:,} per side')
         names, spans = list(ranges), list(ranges.values())
         grid = curves.sample_grid(graph, names, spans, args.samples or 200, fixed)
         arrows = curves.sample_grid(graph, names, spans, plot.ARROWS, fixed, centred=True)
