@@ -95,7 +95,7 @@ def test_missing_file(run_cli):
 def test_syntax_error_with_caret(run_cli):
     code, out, err = run_cli('eval', 'x + * y', 'x=1', 'y=2')
     assert (code, out) == (2, '')
-    assert err.splitlines() == ["adgrad: error: unexpected '*'; expected '(', '+', '-', "
+    assert err.splitlines() == ["adgrad: error: unexpected '*'; expected '(', '+', '-', '[', "
                                 'a name, a number (column 5)', '  x + * y', '      ^']
 
 

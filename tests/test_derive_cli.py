@@ -33,7 +33,7 @@ def test_diff_piped_to_eval_prints_grads_number(program, point):
         assert float(value.out) == pytest.approx(grad[f'd_{name}'], rel=1e-12, abs=1e-300)
 
 
-@pytest.mark.parametrize('sample', ['mlp', 'neuron', 'logistic', 'softmax'])
+@pytest.mark.parametrize('sample', ['mlp_scalar', 'neuron', 'logistic', 'softmax'])
 def test_diff_of_a_sample_file_reads_back_at_its_input_defaults(sample):
     # The program's `input` declarations are printed again, so with no values
     # the derivative evaluates where the program does; a value still overrides.
@@ -101,7 +101,7 @@ def test_hessian_points_keep_json_lines_and_refuse_a_clashing_column(tmp_path):
 
 def test_grad_forward_mode_equals_reverse():
     for program, point in (('x*y*z', ['x=2', 'y=3', 'z=4']),
-                           ('-f', ['samples/mlp.ad']), ('-f', ['samples/softmax.ad'])):
+                           ('-f', ['samples/mlp_scalar.ad']), ('-f', ['samples/softmax.ad'])):
         args = [program, *point] if program != '-f' else ['-f', *point]
         reverse = _numbers(run_main(['grad', *args]).out)
         forward = _numbers(run_main(['grad', *args, '--mode', 'forward']).out)
@@ -121,7 +121,7 @@ def test_grad_forward_mode_nodes_shows_each_pass():
 
 @pytest.mark.parametrize('path', ['samples/product.ad', 'samples/blocks.ad', 'samples/deep.ad',
                                   'samples/neuron.ad', 'samples/logistic.ad',
-                                  'samples/softmax.ad', 'samples/mlp.ad'])
+                                  'samples/softmax.ad', 'samples/mlp_scalar.ad'])
 def test_check_passes_on_every_sample(path):
     result = run_main(['check', '-f', path, '--order', '2'])
     assert result.code == 0, result.out + result.err

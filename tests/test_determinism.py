@@ -33,7 +33,7 @@ COMMANDS = {
                              '--format', 'text', '-o', '-'],
     'a batch, csv': ['grad', '-f', 'p.ad', '--points', 'p.csv'],
     'a batch, json': ['grad', '-f', 'p.ad', '--points', 'p.csv', '--json'],
-    'a sample, dot': ['render', '-f', str(ROOT / 'samples' / 'mlp.ad'), '--format', 'dot', '-o', '-'],
+    'a sample, dot': ['render', '-f', str(ROOT / 'samples' / 'mlp_scalar.ad'), '--format', 'dot', '-o', '-'],
 }
 
 

@@ -71,7 +71,7 @@ def test_identifiers(text):
 
 
 @pytest.mark.parametrize('text, column', [
-    ('x*', 3), ('x + * y', 5), ('(x', 3), ('x)', 2), ('2x', 2), ('x @ y', 3), ('f(,)', 3),
+    ('x*', 3), ('x + * y', 5), ('(x', 3), ('x)', 2), ('2x', 2), ('x $ y', 3), ('f(,)', 3),
 ])
 def test_syntax_errors_point_at_the_column(text, column):
     with pytest.raises(AdgradError) as caught:

@@ -136,7 +136,7 @@ def test_setting_an_input_updates_every_gradient_as_adgrad_grad(browser, tmp_pat
 
 
 @needs_dot
-@pytest.mark.parametrize('sample, name, value', [('deep', 'x', 0.3), ('mlp', 'w3', -0.7),
+@pytest.mark.parametrize('sample, name, value', [('deep', 'x', 0.3), ('mlp_scalar', 'w3', -0.7),
                                                  ('softmax', 'a', 3.5)])
 def test_samples_recomputed_in_the_browser_agree_with_grad(browser, tmp_path, capsys,
                                                            sample, name, value):
@@ -153,7 +153,7 @@ def test_samples_recomputed_in_the_browser_agree_with_grad(browser, tmp_path, ca
         assert got[f'd_{variable}'] == pytest.approx(gradient, rel=1e-12, abs=1e-300)
     # The labels show what a picture would: four digits, from the same numbers.
     grad_label = browser.find_elements('css selector', '#node-n0 text')[-1].text
-    first = list(expected['gradient'])[0] if sample != 'mlp' else None
+    first = list(expected['gradient'])[0] if sample != 'mlp_scalar' else None
     if first is not None and not math.isnan(expected['gradient'][first]):
         assert grad_label.endswith(number(expected['gradient'][first])) or \
             grad_label.endswith(number(got[f'd_{first}']))

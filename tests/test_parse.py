@@ -124,7 +124,9 @@ PROGRAMS = [
     '\n\n x \n\n', 'f(\n  x,\n  y\n) = x*y\nf(1,\n2)', 'x + \\\n y', 'x # comment\n',
     'input = 3', 'x = input', 'inputs = 2; inputs', 'input x = 1; x', 'x; input y = 2; x*y',
     # errors
-    '', ' ', '# only a comment', 'x*', 'x + * y', '(x', 'x)', '2x', 'x @ y', 'f(,)', 'x y',
+    '', ' ', '# only a comment', 'x*', 'x + * y', '(x', 'x)', '2x', 'x $ y', 'f(,)', 'x y',
+    '[1, 2] @ [[1], [2]]', 'A.T[0, 1:] + x[::2] + x[:-1]', 'input W[2, n], x[n] = [1, 2]',
+    'sum(x, axis=0)', 'x[]', 'x[1:2:3:4]', '[]', 'x.T.T', 'A @ B @ C', 'input W[2,]',
     'input', 'input x', 'input x = ', 'x = = 1', 'f(x) = ', '1 = x', 'x ** * 2', 'x***2',
     ')', 'x\n+', '(x\n+', 'sin(x', 'x^', '--', 'x;;', ';x', 'a, b', 'f(x)(y)', 'x input',
 ]
@@ -145,7 +147,7 @@ def _random_program(rng):
     atoms = ['x', 'y1', '_t', 'input', '2', '.5', '3e2', 'pi', 'sin(x)', 'max(x, y1)']
     pieces = [' ', '  ', '\n', ';', '+', '-', '*', '/', '^', '**', '(', ')', ',', '=', '#c\n',
               '\\\n', 'input ', 'f(', '@', '<', '<=', '==', ' and ', ' or ', 'not ', 'if(',
-              '+=', 'grad ']
+              '+=', 'grad ', '[', ']', ':', ',', '.T', 'input A[2, n]']
     words = []
     for _ in range(rng.randint(1, 12)):
         words.append(rng.choice(atoms) if rng.random() < 0.5 else rng.choice(pieces))
@@ -156,7 +158,8 @@ def _digraph_split(text, mine, lark):
     """Lark's contextual lexer reads `*=` as `*` then `=` where only an
     operator fits, and adgrad's one-pass lexer as the update `*=`: the same
     error, one character apart."""
-    return (mine[0] == lark[0] == 'error' and mine[1] == 'UPDATE'
+    # Likewise `x.5`: Lark reads `.` then `5` where only `.T` fits, adgrad the number `.5`.
+    return (mine[0] == lark[0] == 'error' and mine[1] in ('UPDATE', 'NUMBER')
             and lark[2] == mine[2] + 1)
 
 
@@ -165,7 +168,7 @@ def test_random_texts_have_the_same_outcome_as_lark():
     texts = [_random_program(rng) for _ in range(3000)]
     different = [t for t in texts if outcome(t) != reference(t)]
     assert [t for t in different if not _digraph_split(t, outcome(t), reference(t))] == []
-    assert len(different) <= len(texts) // 20
+    assert len(different) <= len(texts) // 10   # `y1.5` alone splits often
     assert sum(outcome(t)[0] == 'ok' for t in texts) > 100  # the sample holds valid programs too
 
 

@@ -155,7 +155,7 @@ def edge_points(group, steps=20):
 def test_mlp_neurons_in_order_arrows_apart_and_clear_of_the_block_labels(
         rankdir, tmp_path, monkeypatch):
     monkeypatch.chdir(ROOT)
-    svg = svg_of(tmp_path, '-f', 'samples/mlp.ad', '--rankdir', rankdir)
+    svg = svg_of(tmp_path, '-f', 'samples/mlp_scalar.ad', '--rankdir', rankdir)
     root = ET.fromstring(svg)
     # Neurons 1, 2, 3, 4 across (TB) or down (LR), as the program calls them.
     where = {}
@@ -348,7 +348,7 @@ def test_collapsed_deep_chain_has_each_layers_local_derivative_by_hand():
 
 
 def test_a_call_with_several_arguments_names_them_as_the_caller_wrote_them():
-    graph, values, grads = sample('mlp')
+    graph, values, grads = sample('mlp_scalar')
     calls = [i for i in collapse(graph, values, grads).items if i.kind == 'call']
     assert [c.expr for c in calls] == [f'h{k} = neuron(w{k}, b{k}, x)' for k in range(1, 5)]
     # ∂h1/∂w1 = x·(1 - tanh²(w1·x + b1)) by hand; the formula on the first call only.
@@ -503,7 +503,7 @@ def test_golden_dot(view):
 # ---- text at 80 columns ----
 
 @pytest.mark.parametrize('columns', [60, 80])
-@pytest.mark.parametrize('name', ['mlp', 'deep', 'softmax'])
+@pytest.mark.parametrize('name', ['mlp_scalar', 'deep', 'softmax'])
 def test_text_on_a_narrow_terminal_never_cuts_a_number_or_a_term(name, columns, monkeypatch):
     from autodiff_cli.cli.render import _text
     from autodiff_cli.pictures.text import number
@@ -571,7 +571,7 @@ def test_block_calls_are_named_as_the_program_calls_them():
 def test_a_picture_taller_or_wider_than_slides_suggests_collapsing_blocks(tmp_path):
     tall = run_main(['render', '-f', str(SAMPLES / 'deep.ad'), '-o', str(tmp_path / 'd.svg')])
     assert tall.code == 0 and 'inches tall' in tall.err and '--collapse blocks' in tall.err
-    wide = run_main(['render', '-f', str(SAMPLES / 'mlp.ad'), '-o', str(tmp_path / 'm.svg')])
+    wide = run_main(['render', '-f', str(SAMPLES / 'mlp_scalar.ad'), '-o', str(tmp_path / 'm.svg')])
     assert wide.code == 0 and 'wider than a slide' in wide.err
     fits = run_main(['render', '-f', str(SAMPLES / 'deep.ad'), '--collapse', 'blocks',
                      '-o', str(tmp_path / 'c.svg')])

@@ -29,6 +29,7 @@ from autodiff_cli.core.primitives import (
     PRIMITIVES,
     SELECT,
     STOP,
+    TENSOR,
     names_of,
 )
 from autodiff_cli.derive import printers
@@ -38,7 +39,8 @@ from autodiff_cli.pictures.page import _HELPERS, JS
 EDGES = (0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 2.0, -3.7, 1e-10, -1e-12, 1e-300, 30.0, -30.0, 720.0,
          1e300, math.inf, -math.inf, math.nan)
 PAIRS = (0.0, -0.0, 1.0, -2.5, 0.7, math.inf, -math.inf, math.nan)
-ROWS = sorted(name for name, row in PRIMITIVES.items() if row.kind != INTERNAL_KIND)
+# The array rows have a table of their own: tests/test_arrays_torch.py.
+ROWS = sorted(name for name, row in PRIMITIVES.items() if row.kind not in (INTERNAL_KIND, TENSOR))
 COMPUTED = [name for name in ROWS if PRIMITIVES[name].kind != CUSTOM]
 
 

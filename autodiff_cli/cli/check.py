@@ -4,7 +4,7 @@ per Hessian entry with --order 2). Exit 1 when any disagrees."""
 import argparse
 
 from ..errors import CheckFailed
-from .common import Exit, input_values, load
+from .common import Exit, input_values, load, refuse_arrays
 from .diff import variables
 from .evaluate import add_input
 from .output import Format, json_number, number
@@ -51,6 +51,7 @@ def run(args, env):
 
     fmt = args.format or (Format.TABLE if env.stdout_isatty else Format.PLAIN)
     graph, bindings = load(args, env)
+    refuse_arrays(graph, bindings, 'adgrad check and its options')
     names = variables(graph, args.wrt, 'check')
     verdicts = CheckVerdicts(graph, names, args.order)
     if args.points is None:

@@ -92,8 +92,9 @@ def load_program(args, env):
 
 
 def parse_bindings(words, graph=None):
-    """{name: value} from NAME=VALUE words. `pi` and `e` can be bound only
-    where the program made them its own variables."""
+    """{name: value} from NAME=VALUE words: a number, a constant expression,
+    an array literal, or @FILE for an array in a file. `pi` and `e` can be
+    bound only where the program made them its own variables."""
     from ..language.lower import constant
     from ..core.primitives import CONSTANTS
     bindings = {}
@@ -112,6 +113,10 @@ def parse_bindings(words, graph=None):
             raise UsageError(f"'{name}' is bound twice")
         if _is_number(text.strip()):
             bindings[name] = float(text)  # fast and exact; also inf and nan, for probing edges
+            continue
+        if text.startswith('@'):   # W=@w.npy: an array from a file
+            from ..table.array_files import read_array
+            bindings[name] = read_array(text[1:])
             continue
         try:
             bindings[name] = constant(text)
@@ -132,6 +137,14 @@ def _is_number(text):
             return False
         return True
     return re.fullmatch(_FLOAT, text, re.I) is not None
+
+
+def refuse_arrays(graph, bindings, what):
+    """A usage error for an array program where `what` takes numbers only, so far."""
+    from ..core.tensors import is_array_program
+    if is_array_program(graph, bindings):
+        raise UsageError(f'{what} take programs of numbers only, not of arrays, so far: '
+                         'eval and grad take arrays at one point')
 
 
 def report_nonfinite(graph, values, strict, warn):

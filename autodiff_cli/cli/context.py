@@ -28,6 +28,7 @@ class Command(Choice):
     GRAD = 'grad', 'evaluate', 'print the value and the gradient by reverse mode'
     RENDER = 'render', 'render_command', 'draw the computational graph with its values and gradients'
     DIFF = 'diff', 'diff', 'print the derivative as a formula, or as NumPy, C or LaTeX'
+    JACOBIAN = 'jacobian', 'jacobian', 'print the value and the Jacobian of a vector output'
     HESSIAN = 'hessian', 'hessian', 'print the matrix of second derivatives'
     CHECK = 'check', 'check', 'compare reverse mode with finite differences'
     MINIMIZE = 'minimize', 'minimize', 'find a minimiser with the exact gradient (and Hessian)'

@@ -4,7 +4,7 @@ gradient's own recorded graph (autodiff_cli/derive)."""
 import argparse
 
 from ..errors import UsageError
-from .common import Exit, load_program, wrt_names
+from .common import Exit, load_program, refuse_arrays, wrt_names
 from .evaluate import add_input
 
 LANGUAGES = ('adgrad', 'numpy', 'c', 'latex')
@@ -55,6 +55,7 @@ def run(args, env):
     from ..derive.record import differentiate, nth_derivative
 
     graph, words = load_program(args, env)
+    refuse_arrays(graph, None, 'adgrad diff and its options')
     if words:
         raise UsageError(f"diff prints a formula and takes no values ('{words[0]}'); "
                          'to evaluate it, pipe it to adgrad eval')

@@ -4,7 +4,8 @@ at one point or (with --points) at every row of a points file."""
 import argparse
 
 from ..errors import UsageError
-from .common import Exit, input_values, load, numerical, report_nonfinite, wrt_names
+from .common import (Exit, input_values, load, numerical, refuse_arrays, report_nonfinite,
+                     wrt_names)
 from .context import Command
 from .output import Format, Result, node_records, write
 
@@ -46,6 +47,10 @@ def add_arguments(parser, command):
                         help="evaluate at every row of FILE: CSV (or TSV) whose header names the "
                              "variables, JSON Lines or Parquet; '-' reads standard input; "
                              'with --engine dask, a glob or a folder of CSV or Parquet files')
+    parser.add_argument('--data', metavar='FILE',
+                        help='bind each column of FILE (CSV, TSV, JSON Lines or Parquet; '
+                             "'-' reads standard input) that names a variable as a vector of "
+                             'all its rows, as in mean((w*x - y)^2); read whole into memory')
     parser.add_argument('--nodes', action='store_true',
                         help='also list every node: id, op, expression, value'
                              + (', gradient' if command is Command.GRAD else ''))
@@ -72,11 +77,22 @@ def run(args, env):
     args.format_given = args.format is not None
     if not args.format_given:
         args.format = Format.TABLE if env.stdout_isatty else Format.PLAIN
-    if args.points == '-' and (args.file == '-' or (args.file is None and args.words[:1] == ['-'])):
+    program_from_stdin = args.file == '-' or (args.file is None and args.words[:1] == ['-'])
+    if args.points == '-' and program_from_stdin:
         raise UsageError('the program and the points cannot both come from standard input')
+    if args.data is not None and (args.points is not None or args.data == '-' and program_from_stdin):
+        raise UsageError('--data binds whole columns and --points evaluates row by row: give one'
+                         if args.points is not None else
+                         'the program and the data cannot both come from standard input')
     graph, bindings = load(args, env)
     names = gradient_names(graph, args)
+    data = ()
+    if args.data is not None:
+        data = bind_data(args.data, graph, bindings, env)
+        if getattr(args, 'wrt', None) is None:   # the parameters: a gradient per data row is seldom what is meant
+            names = [name for name in names if name not in data]
     if args.points is not None or args.output is not None or args.engine != 'numpy':
+        refuse_arrays(graph, bindings, '--points and -o')
         if getattr(args, 'mode', 'reverse') == 'forward':
             raise UsageError('--mode forward shows one point: leave out --points')
         if getattr(args, 'explain', False):
@@ -85,6 +101,10 @@ def run(args, env):
         run_points(args, graph, bindings, names, env)
         return Exit.OK
     inputs = input_values(graph, bindings, env.warn)
+    from ..core.tensors import is_array_program
+    if is_array_program(graph, inputs):
+        from .arrays import run_arrays
+        return run_arrays(args, graph, inputs, names, env, data)
     if getattr(args, 'mode', 'reverse') == 'forward':
         from .forward_mode import run_forward
         return run_forward(args, graph, inputs, names, env)
@@ -93,6 +113,17 @@ def run(args, env):
     if getattr(args, 'explain', False):
         write_explanation(graph, inputs, env)
     return Exit.OK
+
+
+def bind_data(path, graph, bindings, env):
+    """--data: each column that names a variable, bound as a vector of its rows; those columns."""
+    from ..table.data import read_data
+    columns = read_data(path, list(graph.inputs), env.stdin)
+    twice = sorted(set(columns) & set(bindings))
+    if twice:
+        raise UsageError(f"'{twice[0]}' is both a column of {path} and bound on the command line")
+    bindings.update(columns)
+    return columns
 
 
 def write_explanation(graph, inputs, env):

@@ -3,7 +3,7 @@ flattened row per point of a points file."""
 
 import argparse
 
-from .common import Exit, input_values, load
+from .common import Exit, input_values, load, refuse_arrays
 from .diff import variables
 from .evaluate import add_input
 from .output import Format, json_number, number
@@ -40,6 +40,7 @@ def run(args, env):
 
     fmt = args.format or (Format.TABLE if env.stdout_isatty else Format.PLAIN)
     graph, bindings = load(args, env)
+    refuse_arrays(graph, bindings, 'adgrad hessian and its options')
     names = variables(graph, args.wrt, 'differentiate')
     if args.points is not None:   # one row per point, as grad --points writes them
         from ..table.computations import HessianEntries

@@ -222,16 +222,16 @@ def delimited(result, env, fmt):
     text = io.StringIO()
     writer = csv.writer(text, delimiter=_DELIMITERS[fmt], lineterminator='\n')
     writer.writerow(header)
-    writer.writerows([number(c) if isinstance(c, float) else '' if c is None else c for c in row]
-                     for row in rows)
+    writer.writerows([number(c) if isinstance(c, float) or hasattr(c, 'ndim') else
+                      '' if c is None else c for c in row] for row in rows)
     return text.getvalue()
 
 
 def json_lines(result, env):
     import json
     header, rows = _row_table(result, Format.JSONL)
-    return ''.join(json.dumps(dict(zip(header, [json_number(c) if isinstance(c, float) else c
-                                                for c in row])),
+    return ''.join(json.dumps(dict(zip(header, [json_number(c) if isinstance(c, float)
+                                                or hasattr(c, 'ndim') else c for c in row])),
                               allow_nan=False, ensure_ascii=False, separators=(',', ':')) + '\n'
                    for row in rows)
 

@@ -15,7 +15,7 @@ import re
 import stat
 
 from ..errors import AdgradError, UsageError
-from .common import Exit, input_values, load, report_nonfinite
+from .common import Exit, input_values, load, refuse_arrays, report_nonfinite
 from ..table.files import Output, cannot as _cannot
 
 FORMATS = ('svg', 'png', 'pdf', 'dot', 'text', 'html')
@@ -109,6 +109,7 @@ def run_render(args, env):
     out, warn = env.stdout, env.warn
     fmt, path = _destination(args, out)
     graph, bindings = load(args, env)
+    refuse_arrays(graph, bindings, 'adgrad render and its options')
     values_in = input_values(graph, bindings, warn)
     missing = [name for name in graph.inputs if name not in values_in]
     mode = args.mode

@@ -207,3 +207,66 @@ def power(a, b):
     still seen as a scalar) takes pow's own path."""
     a, b = np.broadcast_arrays(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
     return np.power(a, b if b.strides == b.ndim * (8,) else b.copy())
+
+
+# ---- the array primitives (primitives.ARRAYS) whose form is not NumPy's own,
+# each as torch computes it ----
+
+def transpose(a):   # the last two axes, as torch's .mT; a vector is its own transpose
+    return np.swapaxes(a, -1, -2) if np.ndim(a) >= 2 else np.asarray(a)
+
+
+def norm(a, order):
+    return np.sum(np.abs(a)) if order == 1 else np.sqrt(np.sum(np.multiply(a, a)))
+
+
+def logsumexp(a, axis):
+    # torch: the largest entry out first, taken as 0 where it is infinite
+    top = np.amax(a, axis=axis, keepdims=True)
+    top = np.where(np.isinf(top), 0.0, top)
+    total = np.sum(np.exp(a - top), axis=axis, keepdims=True)
+    return np.squeeze(np.log(total) + top, axis=axis) if axis is not None else (
+        np.log(total) + top).reshape(())
+
+
+def softmax(a, axis):
+    e = np.exp(a - np.amax(a, axis=axis, keepdims=True))
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def logdet(a):   # torch.logdet: log|det| where det >= 0, nan where it is negative
+    sign, magnitude = np.linalg.slogdet(a)
+    return np.where(sign < 0, np.nan, magnitude)
+
+
+def det(a):
+    return np.linalg.det(a)
+
+
+def inv(a):
+    return _solving(np.linalg.inv, a)
+
+
+def solve(a, b):
+    return _solving(np.linalg.solve, a, b)
+
+
+def _solving(function, *args):
+    from ..errors import NumericalError
+    try:
+        return function(*args)
+    except np.linalg.LinAlgError:
+        raise NumericalError(f'{function.__name__}: the matrix is singular') from None
+
+
+def concat(*arrays_and_axis):
+    *arrays, axis = arrays_and_axis
+    return np.concatenate(arrays, axis=axis)
+
+
+def stack(*arrays):
+    return np.stack(arrays)
+
+
+def index(a, key):
+    return np.asarray(a)[key]

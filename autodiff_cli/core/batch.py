@@ -10,7 +10,7 @@ row. NumPy is imported only on this path.
 
 from types import SimpleNamespace
 
-from .branches import LiveRows
+from .branches import LiveRows, for_branches
 from .passes import backward, forward
 from .primitives import PRIMITIVES
 
@@ -30,7 +30,7 @@ def _arrays():
     forwards = {row.name: getattr(arrays, row.array, None) or getattr(np, row.array)
                 for row in PRIMITIVES.values()}
     return np, SimpleNamespace(coerce=lambda v: np.asarray(v, dtype=np.float64),
-                               branch_gate=LiveRows, **forwards)
+                               meeting=for_branches(LiveRows), **forwards)
 
 
 def run_batch(graph, columns, rows, wrt=()):

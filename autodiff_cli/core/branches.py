@@ -8,8 +8,15 @@ Lowering emits each branch of an `if` as a contiguous stretch of the tape
   gradient to the branch that row took;
 - when recording a derivative both branches are recorded, and
   `MaskedBranches` gates what leaves a branch by its condition.
-An algebra names its gate as `branch_gate`; backward() calls it in its one loop.
+An algebra names its gate as its `meeting` (for_branches); backward() calls it in its one loop.
 """
+
+def for_branches(gate):
+    """An algebra's `meeting`: `gate` for a graph with branches, else plain accumulation."""
+    def meeting(graph, values, grads, algebra):
+        return gate(graph, values, grads, algebra) if graph.branches else None
+    return meeting
+
 
 def shifted(branch, by, condition=None):
     """The branch moved `by` places along the tape (its condition to `condition`, if given)."""

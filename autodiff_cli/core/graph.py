@@ -46,7 +46,8 @@ def _fold(text):
 # (collections.namedtuple, not typing.NamedTuple as in printers.py and
 # check.py: those are off the path of `eval`, which never imports typing.)
 
-# op:    'input', 'const', or a primitive's name
+# op:    'input', 'const', 'static' (an axis, an index: a plain value an
+#        array op takes), or a primitive's name
 # args:  ids of the input nodes, in argument order
 # name:  variable, constant or binding name ('c#2' for a binding's second version)
 # value: a constant's value
@@ -64,14 +65,16 @@ Node = namedtuple('Node', 'op args name value span block', defaults=((), None, N
 Branch = namedtuple('Branch', 'node condition then_start else_start end')
 
 
-class Graph(namedtuple('Graph', 'nodes output inputs defaults source branches notes',
-                       defaults=((), ()))):
+class Graph(namedtuple('Graph', 'nodes output inputs defaults source branches notes shapes',
+                       defaults=((), (), None))):
     """nodes: the tape, every node's args before it; output: the output node's
     id; inputs: variable name -> input node id, in order of first use;
     defaults: variable name -> default value from `input` declarations;
     source: the program text that spans point into; branches: a Branch per
     `if` node, in tape order; notes: what is worth telling the user that is
-    not an error."""
+    not an error; shapes: None for a program of numbers; for one of arrays,
+    variable name -> the shape its `input` declares (sizes are ints, or names
+    that the values bind)."""
     __slots__ = ()
 
     def text(self, node_id, limit=None):

@@ -32,7 +32,7 @@ def forward(graph, inputs, algebra=NUMBERS):
         op, args = node.op, node.args
         if op == 'input':
             values[i] = algebra.coerce(inputs[node.name])
-        elif op == 'const':
+        elif not args:   # a constant, or an array op's static argument
             values[i] = node.value
         elif len(args) == 1:
             values[i] = functions[op](values[args[0]])
@@ -67,21 +67,22 @@ def pullback(graph, i, g, values, algebra=NUMBERS):
     return RULES[node.op](algebra, g, values[i], *[values[a] for a in node.args])
 
 
-def backward(graph, values, output=None, algebra=NUMBERS):
-    """∂output/∂node for every node, by the chain rule in reverse tape order.
+def backward(graph, values, output=None, algebra=NUMBERS, seed=1.0):
+    """∂output/∂node for every node, by the chain rule in reverse tape order;
+    `seed` is the output's own cotangent (of its shape, for an array).
 
-    Accumulation goes through the algebra, so an algebra that records builds
-    the gradient's own graph with this very loop. A node passes gradients on
-    only once one has reached it, as in PyTorch (a binding the output never
-    uses gets 0, and its inf cannot make 0 * inf). Where both branches of an
-    `if` ran, the algebra's `branch_gate` (branches.py) says how cotangents meet.
+    Accumulation goes through the algebra, so a recording one builds the
+    gradient's graph with this loop. A node passes gradients on only once one
+    has reached it, as in PyTorch (an unused binding's inf cannot make 0 * inf).
+    An algebra's `meeting` may say how cotangents meet: by branch (branches.py),
+    or summed back from a broadcast (tensors.py).
     """
     output = graph.output if output is None else output
     nodes = graph.nodes
     grads = [None] * len(nodes)
-    grads[output] = 1.0
-    gate = getattr(algebra, 'branch_gate', None) if graph.branches else None
-    meet = gate(graph, values, grads, algebra) if gate is not None else None
+    grads[output] = seed
+    meeting = getattr(algebra, 'meeting', None)
+    meet = meeting(graph, values, grads, algebra) if meeting is not None else None
     rules, k, add = RULES, algebra, algebra.add
     # pullback(), inlined and unrolled by arity: this is every gradient's hot path.
     for i in range(output, -1, -1):

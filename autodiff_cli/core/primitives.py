@@ -43,18 +43,19 @@ import operator
 from types import SimpleNamespace
 from collections import namedtuple
 
-from . import ieee
+from . import array_rules, ieee
 
 LN2 = ieee.LN2
 LN10 = 2.3025850929940456
 
 Primitive = namedtuple('Primitive', 'name arity forward array vjp symbol jvp kind text numpy c js '
-                       'latex blocks')
+                       'latex blocks shape')
 
 # The kinds: what an op is, for the passes and printers that treat kinds alike.
 ARITHMETIC, FUNCTION, STEP = 'arithmetic', 'function', 'step'
 COMPARISON, LOGICAL, SELECT = 'comparison', 'logical', 'select'
 STOP, CUSTOM, INTERNAL_KIND = 'stop', 'custom', 'internal'
+TENSOR = 'tensor'   # an op of arrays: matrix products, reductions, indexing (see ARRAYS)
 
 ATOM = 5
 COMPARE = 0.5
@@ -262,11 +263,11 @@ def _clamp_jvp(k, t, out, x, low, high):
 
 
 def _row(name, arity, forward, array, vjp, symbol=None, jvp=None, kind=FUNCTION, text=None,
-         numpy=None, c=None, js=None, latex=None, blocks=None):
+         numpy=None, c=None, js=None, latex=None, blocks=None, shape=None):
     if blocks is None and kind == STEP:
         blocks = f'{name} is a step: its derivative is 0'
     return Primitive(name, arity, forward, array, vjp, symbol, jvp, kind, text, numpy, c, js,
-                     latex, blocks)
+                     latex, blocks, shape)
 
 
 def _infix(name, arity, forward, array, vjp, text, js, kind=ARITHMETIC, **forms):
@@ -531,7 +532,47 @@ LOGIC = [
          text=NO_FORM, numpy=NO_FORM, c=NO_FORM, js='a', latex=NO_FORM),
 ]
 
-PRIMITIVES = {row.name: row for row in OPERATORS + CALLABLE + INTERNAL + LOGIC}
+# ---- arrays: rules in array_rules.py, forms in arrays.py (NumPy, loaded only
+# for an array program). `shape` gives the result's shape from the arguments'
+# shapes, or raises ShapeError; a static argument (an axis, an index) is a
+# constant of the program, passed as its value. ----
+
+def _tensor(name, arity, vjp, shape, jvp, array=None, **forms):
+    return _row(name, arity, None, array or name, vjp, jvp=jvp, kind=TENSOR, shape=shape,
+                numpy=NO_FORM, c=NO_FORM, js=NO_FORM, latex=NO_FORM, **forms)
+
+
+_rules = array_rules
+_grouped = _rules.grouped_jvp
+ARRAYS = [
+    _tensor('matmul', 2, _rules.matmul_vjp, _rules.matmul_shape, _rules.matmul_jvp, symbol='@',
+            text=('$0 @ $1', 2, 2, 3)),
+    _tensor('transpose', 1, _rules.transpose_vjp, _rules.transpose_shape, _rules.transpose_jvp),
+    _tensor('outer', 2, _rules.outer_vjp, _rules.outer_shape, _rules.outer_jvp),
+    _tensor('sum', 2, _rules.sum_vjp, _rules.reduce_shape, _grouped(_rules.sum_vjp)),
+    _tensor('mean', 2, _rules.mean_vjp, _rules.reduce_shape, _grouped(_rules.mean_vjp)),
+    _tensor('prod', 2, _rules.prod_vjp, _rules.reduce_shape, _grouped(_rules.prod_vjp)),
+    _tensor('amax', 2, _rules.extreme_vjp, _rules.reduce_shape, _grouped(_rules.extreme_vjp)),
+    _tensor('amin', 2, _rules.extreme_vjp, _rules.reduce_shape, _grouped(_rules.extreme_vjp)),
+    _tensor('norm', 2, _rules.norm_vjp, _rules.norm_shape, _rules.norm_jvp),
+    _tensor('logsumexp', 2, _rules.logsumexp_vjp, _rules.reduce_shape,
+            _grouped(_rules.logsumexp_vjp)),
+    _tensor('softmax', 2, _rules.softmax_vjp, _rules.softmax_shape, _rules.softmax_jvp),
+    _tensor('trace', 1, _rules.trace_vjp, _rules.trace_shape, _rules.trace_jvp),
+    _tensor('det', 1, _rules.det_vjp, _rules.square_to_scalar, _rules.det_jvp),
+    _tensor('logdet', 1, _rules.logdet_vjp, _rules.square_to_scalar, _rules.logdet_jvp),
+    _tensor('inv', 1, _rules.inv_vjp, _rules.inv_shape, _rules.inv_jvp),
+    _tensor('solve', 2, _rules.solve_vjp, _rules.solve_shape, _rules.solve_jvp),
+    _tensor('diag', 1, _rules.diag_vjp, _rules.diag_shape, _rules.diag_jvp),
+    _tensor('reshape', 2, _rules.reshape_vjp, _rules.reshape_shape, _rules.reshape_jvp),
+    _tensor('concat', -1, _rules.concat_vjp, _rules.concat_shape, _rules.concat_jvp),
+    _tensor('stack', -1, _rules.stack_vjp, _rules.stack_shape, _rules.stack_jvp,
+            text=NO_FORM),   # written as a literal, [a, b]
+    _tensor('index', 2, _rules.index_vjp, _rules.index_shape, _rules.index_jvp, text=NO_FORM),
+]
+
+PRIMITIVES = {row.name: row for row in OPERATORS + CALLABLE + INTERNAL + LOGIC + ARRAYS}
+PRIMITIVES = {row.name: row for row in OPERATORS + CALLABLE + INTERNAL + LOGIC + ARRAYS}
 
 # The functions a program may call, by name.
 FUNCTIONS = {row.name: row for row in CALLABLE + LOGIC[-2:-1]}
@@ -546,5 +587,5 @@ def names_of(*kinds):
 
 # The numeric algebra: derivative rules evaluated to floats.
 # A single point takes one branch of each `if`, so no gate is needed (branches.py).
-NUMBERS = SimpleNamespace(coerce=float, takes_branches=True, branch_gate=None,
+NUMBERS = SimpleNamespace(coerce=float, takes_branches=True, meeting=None,
                           **{name: row.forward for name, row in PRIMITIVES.items()})

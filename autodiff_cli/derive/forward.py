@@ -39,6 +39,7 @@ def tangents(graph, values, seed, algebra=NUMBERS):
     for name, t in ({seed: 1.0} if isinstance(seed, str) else seed).items():
         result[graph.inputs[name]] = t
     add = algebra.add
+    settle = getattr(algebra, 'settle', None)   # arrays: a tangent in its node's shape
     for i, node in enumerate(nodes):
         if not node.args:
             continue
@@ -56,7 +57,7 @@ def tangents(graph, values, seed, algebra=NUMBERS):
             contribution = pullback(graph, i, t, values, algebra)[j]
             if contribution is not None:
                 total = contribution if total is None else add(total, contribution)
-        result[i] = total
+        result[i] = total if settle is None or total is None else settle(total, values[i])
     return result
 
 

@@ -17,7 +17,7 @@ subexpressions stay shared (hash-consing).
 """
 
 
-from ..core.branches import MaskedBranches
+from ..core.branches import MaskedBranches, for_branches
 from ..core.graph import Graph, Node
 from ..core.passes import backward
 from ..core.primitives import PRIMITIVES
@@ -39,7 +39,8 @@ def const_key(value):
 class Tape:
     """The recording algebra: one method per primitive, as NUMBERS has."""
 
-    branch_gate = MaskedBranches   # both branches are recorded: gate what leaves each
+    # both branches are recorded: gate what leaves each
+    meeting = staticmethod(for_branches(MaskedBranches))
 
     def __init__(self, simplify=True, exact=False):
         self.exact = exact         # only identities exact in IEEE (simplify.py)

@@ -23,8 +23,9 @@ from operator import itemgetter
 
 from ..core.branches import shifted
 from ..core.graph import Branch, Graph, Node
-from ..core.primitives import CONSTANTS, FUNCTIONS, LOGIC
+from ..core.primitives import CONSTANTS, FUNCTIONS, LOGIC, NUMBERS
 from ..errors import AdgradError, did_you_mean
+from .array_lower import ARRAY_NAMES, REDUCING, ArrayLowering, Keyword
 from .copier import LARGEST, WARM, copier
 from .parse import parse
 
@@ -59,12 +60,16 @@ def lower(source):
 
 def constant(source):
     """The value of a constant expression such as `pi/4`."""
+    from ..core import tensors
     from ..core.passes import forward
     graph = lower(source)
     if graph.inputs:
         name = next(iter(graph.inputs))
         raise AdgradError("a value must be a number or a constant expression such as pi/4; "
                           f"'{name}' is a variable")
+    if tensors.is_array_program(graph):
+        value = tensors.evaluate(graph, {})[graph.output]
+        return value if value.ndim else float(value)
     return forward(graph, {})[graph.output]
 
 
@@ -160,7 +165,7 @@ def _children(method):
     return reduce
 
 
-class Lowering:
+class Lowering(ArrayLowering):
     """The builder the parser drives: one method per rule alias of the grammar."""
 
     def __init__(self, source):
@@ -168,6 +173,7 @@ class Lowering:
         self.nodes = []           # the tape
         self.input_ids = {}          # variable name -> input node id
         self.defaults = {}
+        self.shapes = None        # of an array program: name -> the shape its `input` declares
         self.declared = set()     # names declared with `input`
         self.names = {}           # name -> node id of its current version
         self.versions = {}        # name -> how many versions it has had
@@ -332,6 +338,10 @@ class Lowering:
         used_at, _, node_id = value
         value = self.constant_value(name, node_id, used_at)
         self.check_name(name, start, 'input')
+        self.declare(name, start, end, value)
+
+    def declare(self, name, start, end, value):
+        """An input of the program, declared by `input`: with its default, unless None."""
         if name in self.names or name in self.input_ids:
             raise self.error(f"'{_clip(name)}' is already defined" if name in self.names
                              else f"'{_clip(name)}' is used before its definition",
@@ -340,7 +350,8 @@ class Lowering:
         self.input_ids[name] = self.names[name] = len(self.nodes) - 1
         self.declared.add(name)
         self.versions[name] = 1
-        self.defaults[name] = value
+        if value is not None:
+            self.defaults[name] = value
         self.mark = len(self.nodes)
 
     def constant_value(self, name, node_id, used_at):
@@ -358,8 +369,10 @@ class Lowering:
         nodes = [node._replace(args=tuple(a - first for a in node.args))
                  for node in self.nodes[first:]]
         branches = [shifted(b, -first) for b in self.branches if b.node >= first]
-        value = forward(Graph(nodes, node_id - first, {}, {}, self.source, tuple(branches)),
-                        {})[node_id - first]
+        graph = Graph(nodes, node_id - first, {}, {}, self.source, tuple(branches))
+        from ..core import tensors
+        value = forward(graph, {}, tensors.algebra() if tensors.has_arrays(nodes)
+                        else NUMBERS)[node_id - first]
         del self.nodes[first:]
         self.branches = [b for b in self.branches if b.node < first]
         return value
@@ -533,6 +546,7 @@ class Lowering:
         block = self.blocks.get(name)
         if block is not None and block.fast is not None and block.grad is None \
                 and self.body is None and len(arguments) == len(block.params) \
+                and type(arguments[-1]) is tuple \
                 and len(self.nodes) + block.size <= self.limit:
             # instantiate() inlined for a block with its own copy function (so
             # called before): the hot path, once per call in the text.
@@ -545,7 +559,8 @@ class Lowering:
             stack[-1] = (start, end, block.fast(target, ids, len(target), calls)[0])
             return
         row = FUNCTIONS.get(name)
-        if row is not None and len(arguments) == row.arity and block is None:
+        if row is not None and len(arguments) == row.arity and block is None \
+                and type(arguments[-1]) is tuple:   # not NAME=value
             # emit() inlined for a built-in at its plain arity, once per call in
             # the text; n-ary min, log(x, b) and wrong counts go through function().
             target = self.target
@@ -563,6 +578,12 @@ class Lowering:
         block call on the tape (see call)."""
         if name not in self.blocks:
             name = ALIASES.get(name, name)
+            if name in ARRAY_NAMES or name in REDUCING and (
+                    len(arguments) == 1 or any(type(a) is Keyword for a in arguments)):
+                return (start, end, self.array_call(name, arguments, (start, end)))
+        keyword = next((a for a in arguments if type(a) is Keyword), None)
+        if keyword is not None:
+            raise self.error(f'{name}() takes no NAME=value arguments', keyword.start)
         args = [node_id for _, _, node_id in arguments]
         span = (start, end)
         if name in FUNCTIONS and name not in self.blocks:
@@ -604,7 +625,7 @@ class Lowering:
         later = re.compile(rf'(?:^|[;\n])[ \t]*{re.escape(name)}[ \t]*\([^()]*\)[ \t]*=(?!=)')
         if later.search(self.source, start):
             return self.error(f"block '{_clip(name)}' is used before its definition", start)
-        known = set(FUNCTIONS) | set(self.blocks) | set(ALIASES)
+        known = set(FUNCTIONS) | set(self.blocks) | set(ALIASES) | set(ARRAY_NAMES)
         return self.error(f"unknown function '{_clip(name)}'{did_you_mean(name, known)}", start)
 
     def instantiate(self, block, args, span):
@@ -724,7 +745,7 @@ class Lowering:
         if not self.input_ids:
             self.hint_at_number_bindings()
         return Graph(self.nodes, self.output, self.input_ids, self.defaults, self.source,
-                     tuple(self.branches), tuple(dict.fromkeys(self.notes)))
+                     tuple(self.branches), tuple(dict.fromkeys(self.notes)), self.shapes)
 
 
 def _binary(op):
@@ -753,5 +774,14 @@ def _unary(op):
 for _op, _method in (('add', 'add'), ('sub', 'sub'), ('mul', 'mul'), ('div', 'div'),
                      ('pow', 'pow'), ('and', 'and_'), ('or', 'or_')):
     setattr(Lowering, _method, _binary(_op))
+_matmul = _binary('matmul')
+
+
+def _array_matmul(self, stack, size):
+    self.has_arrays()
+    _matmul(self, stack, size)
+
+
+Lowering.matmul = _array_matmul
 for _op, _method in (('neg', 'neg'), ('pos', 'pos'), ('not', 'not_')):
     setattr(Lowering, _method, _unary(_op))

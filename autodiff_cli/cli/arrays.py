@@ -1,0 +1,104 @@
+"""`eval` and `grad` of an array program at one point: values and gradients
+in their own shapes, through the writers every result takes."""
+
+from ..errors import UsageError
+from .common import Exit, numerical
+from .output import Format, Result, node_records, write
+
+
+def run_arrays(args, graph, inputs, names, env, data=()):
+    """The result at the point `inputs`; the columns of --data (`data`) are
+    not echoed as inputs."""
+    from ..core import tensors
+    if getattr(args, 'mode', 'reverse') == 'forward':
+        raise UsageError('--mode forward takes programs of numbers only, so far')
+    if getattr(args, 'explain', False):
+        raise UsageError('--explain takes programs of numbers only, so far')
+    start = len(env.warn.messages)
+    values = tensors.evaluate(graph, inputs)
+    bad = tensors.first_nonfinite(values)
+    if bad is not None:
+        from .common import where
+        numerical(f'{where(graph, bad)} is not finite, the first non-finite value',
+                  args.strict, env.warn)
+    value = values[graph.output]
+    gradients = grads = None
+    if names is not None and args.command == 'grad':
+        if value.ndim:
+            raise UsageError(f'grad needs a scalar output, and this one has shape '
+                             f'{tensors.shown(value.shape)}: use adgrad jacobian, or take '
+                             'sum(...) or mean(...) of it')
+        grads = tensors.gradients(graph, values)
+        gradients = {name: grads[graph.inputs[name]] for name in names}
+        infinite = [n for n, g in gradients.items() if not tensors.is_finite(g)]
+        if infinite:
+            numerical(f'the gradient ∂f/∂{infinite[0]} is not finite', args.strict, env.warn)
+    result = Result(value=_plain(value), inputs={n: _plain(inputs[n]) for n in sorted(graph.inputs)
+                                                      if n not in data},
+                    gradients=gradients and {n: _plain(g) for n, g in gradients.items()}, warnings=env.warn.messages[start:],
+                    title=graph.text(graph.output, 60))
+    fmt = Format(args.format)
+    if args.nodes:
+        write_nodes(result, node_records(graph, values, grads), fmt, env)
+    else:
+        write(result, fmt, env)
+    return Exit.OK
+
+
+def _plain(value):
+    """A 0-d array as the float it is, as the writers take numbers."""
+    return float(value) if getattr(value, 'ndim', 1) == 0 else value
+
+
+SHOWN = 12   # entries of an array a table or a node's line shows in full
+
+
+def summary(value):
+    """An array as a person reads it in a table: in full if small, else its
+    shape, its first and last entries."""
+    from ..core.numbers import number
+    from ..core.tensors import shown
+    if getattr(value, 'size', 1) <= SHOWN:
+        return number(value)
+    flat = value.ravel()
+    ends = ', '.join(map(number, flat[:3].tolist())) + ', …, ' + ', '.join(
+        map(number, flat[-3:].tolist()))
+    return f'{shown(value.shape)} [{ends}]'
+
+
+def write_nodes(result, records, fmt, env):
+    """The result, then every node with its shape, value and gradient (a
+    static argument, an axis or an index, is its op's, not a node shown)."""
+    from ..core.tensors import shape_of, shown
+    from ..table.formats import json_number
+    rows = [r for r in records if r.op != 'static']
+    if fmt is Format.JSON:
+        import json
+        out = {'value': json_number(result.value)}
+        if result.gradients is not None:
+            out['gradient'] = {k: json_number(v) for k, v in result.gradients.items()}
+        out['nodes'] = [{'id': r.id, 'op': r.op, 'name': r.name, 'args': r.args, 'expr': r.expr,
+                         'block': r.block, 'shape': list(shape_of(r.value)),
+                         'value': json_number(r.value),
+                         'grad': None if r.grad is None else json_number(r.grad)} for r in rows]
+        env.stdout.write(json.dumps(out, allow_nan=False, ensure_ascii=False) + '\n')
+        return
+    has_grad = result.gradients is not None
+    if fmt is Format.TABLE:
+        from ..table.rich_tables import rich_text, table
+        write(result, fmt, env)
+        d = env.partial
+        columns = ([('id', 'right', None), ('op', 'left', None), ('name', 'left', None),
+                    ('shape', 'left', None), ('expression', 'left', None), ('value', 'left', None)]
+                   + ([(f'{d}f/{d}node', 'left', None)] if has_grad else []))
+        cells = [[str(r.id), r.op, r.name or '', shown(shape_of(r.value)), r.expr,
+                  summary(r.value)] + (['-' if r.grad is None else summary(r.grad)] if has_grad
+                                       else []) for r in rows]
+        env.stdout.write(rich_text([table(columns, cells, title='nodes in tape order')],
+                                   env.stdout, colour=env.colour))
+        return
+    write(result, Format.PLAIN, env)
+    for r in rows:
+        grad = '-' if r.grad is None else summary(r.grad)
+        env.stdout.write(f'node\t{r.id}\t{r.op}\t{r.name or "-"}\t{r.block or "-"}\t'
+                         f'{shown(shape_of(r.value))}\t{summary(r.value)}\t{grad}\t{r.expr}\n')

@@ -1,0 +1,238 @@
+"""Array programs at a point: the algebra of NumPy arrays, the shape pass, and
+the checks that differ from floats'.
+
+A value is a float64 array of any shape (a scalar is 0-d). The forward and
+backward loops of passes.py run unchanged over TENSORS; what differs is said
+by the algebra: each primitive's array form (arrays.py's, else NumPy's), and
+a `meeting` that sums a broadcast cotangent back to its argument's shape, as
+torch's sum_to does. Shapes are checked before anything runs (`shapes`).
+NumPy is imported only on this path.
+"""
+
+from ..errors import AdgradError
+from .array_rules import ShapeError, broadcast, shown
+from .primitives import PRIMITIVES, TENSOR
+
+MAX_AXES = 3   # vectors, matrices, and stacks of matrices (a layer per slice)
+
+_ALGEBRA = []
+
+
+def algebra():
+    """TENSORS: each primitive's array form, and the meeting that unbroadcasts."""
+    if not _ALGEBRA:
+        from types import SimpleNamespace
+
+        import numpy as np
+
+        from . import arrays
+        forms = {row.name: getattr(arrays, row.array, None) or getattr(np, row.array)
+                 for row in PRIMITIVES.values()}
+        # arrays.tanh is C's per element, so a batch row equals its single point;
+        # an array program has no such twin, and NumPy's is within an ulp of it.
+        forms['tanh'] = np.tanh
+        settle = lambda t, value: np.broadcast_to(t, np.shape(value))   # noqa: E731
+        _ALGEBRA.append(SimpleNamespace(np=np, coerce=lambda v: np.asarray(v, dtype=np.float64),
+                                        meeting=Unbroadcast, settle=settle, **forms))
+    return _ALGEBRA[0]
+
+
+class Unbroadcast:
+    """Cotangents meet at an argument in its own shape: a broadcast one is
+    summed over the axes broadcasting added or stretched."""
+
+    def __init__(self, graph, values, grads, algebra):
+        self.values, self.grads, self.np = values, grads, algebra.np
+
+    def __call__(self, i, args, cotangents):
+        np, grads = self.np, self.grads
+        for a, da in zip(args, cotangents):
+            if da is None:
+                continue
+            da = sum_to(np, da, np.shape(self.values[a]))
+            grads[a] = da if grads[a] is None else grads[a] + da
+
+    def result(self):
+        np = self.np
+        return [np.zeros(np.shape(v)) if g is None else g for g, v in zip(self.grads, self.values)]
+
+
+def sum_to(np, value, shape):
+    """value summed down to `shape`, which it broadcasts from."""
+    if np.shape(value) == shape:
+        return value
+    extra = np.ndim(value) - len(shape)
+    value = np.sum(value, axis=tuple(range(extra))) if extra > 0 else value
+    stretched = tuple(k for k, n in enumerate(shape) if n == 1 and np.shape(value)[k] != 1)
+    if stretched:
+        value = np.sum(value, axis=stretched, keepdims=True)
+    return np.broadcast_to(value, shape) if np.shape(value) != shape else value
+
+
+def is_array_program(graph, inputs=None):
+    """Whether the program has arrays (lowering says so), or a value given for
+    one of its inputs is one."""
+    return graph.shapes is not None or inputs is not None and any(
+        getattr(v, 'ndim', 0) for v in inputs.values())
+
+
+def has_arrays(nodes):
+    """Whether any of the nodes is an array op or holds an array: for graphs
+    that lowering did not make whole."""
+    return any(PRIMITIVES[node.op].kind == TENSOR if node.args else getattr(node.value, 'ndim', 0)
+               for node in nodes)
+
+
+def shape_of(value):
+    return tuple(getattr(value, 'shape', ()))
+
+
+def shapes(graph, inputs):
+    """Each node's shape, given the inputs' values; an AdgradError with a
+    caret under the operator where shapes cannot go together."""
+    result = [()] * len(graph.nodes)
+    for i, node in enumerate(graph.nodes):
+        op = node.op
+        if op == 'input':
+            result[i] = shape_of(inputs[node.name])
+            declared = graph.shapes.get(node.name) if graph.shapes is not None else None
+            if declared is not None:
+                check_declared(graph, node, declared, result[i])
+        elif not node.args:
+            result[i] = shape_of(node.value) if op == 'const' else None
+        else:
+            row = PRIMITIVES[op]
+            given = [graph.nodes[a].value if result[a] is None else result[a] for a in node.args]
+            try:
+                result[i] = row.shape(*given) if row.shape else broadcast(*given)
+            except ShapeError as error:
+                raise shape_error(graph, i, str(error), result) from None
+            if len(result[i]) > MAX_AXES:
+                raise AdgradError(f'{shown(result[i])} has {len(result[i])} axes; adgrad takes '
+                                  f'at most {MAX_AXES}', graph.source, _column(graph, i))
+    return result
+
+
+def check_declared(graph, node, declared, actual):
+    """A bound value has the shape its `input` declared: sizes that are names
+    are bound by the first value that has them."""
+    if len(declared) != len(actual) or any(
+            isinstance(d, int) and d != n for d, n in zip(declared, actual)):
+        raise AdgradError(f"'{node.name}' is declared {shown(declared)} but its value is "
+                          f'{shown(actual)}', graph.source, node.span[0] if node.span else None)
+
+
+_VERBS = {'add': 'add {0} and {1}', 'sub': 'subtract {1} from {0}', 'mul': 'multiply {0} by {1}',
+          'div': 'divide {0} by {1}', 'pow': 'raise {0} to {1}'}
+
+
+def shape_error(graph, i, message, result):
+    node = graph.nodes[i]
+    described = [_describe(graph, a, result[a]) for a in node.args]
+    if message.startswith('sizes'):   # from broadcast: say what was being done
+        verb = _VERBS.get(node.op, f'combine {{0}} and {{1}} in {node.op}')
+        message = f'cannot {verb}: {message}'
+    return AdgradError(message.format(*described, *[''] * 3), graph.source, _column(graph, i))
+
+
+def _describe(graph, a, shape):
+    text = graph.text(a, 30) or graph.label(a)
+    return f'{text}{shown(shape)}' if shape else f'{text} (a scalar)'
+
+
+def _column(graph, i):
+    """Where to point at node i: its operator, between its two arguments' texts."""
+    node = graph.nodes[i]
+    if node.span is None:
+        return None
+    start, end = node.span
+    if len(node.args) == 2 and PRIMITIVES[node.op].symbol:
+        left = graph.nodes[node.args[0]].span
+        if left is not None and start <= left[1] <= end:
+            k = left[1]
+            source = graph.source
+            while k < end and (source[k].isspace() or source[k] == ')'):
+                k += 1
+            return k
+    return start
+
+
+def first_nonfinite(values):
+    """Id of the first node with an entry that is inf or nan, or None."""
+    import numpy as np
+    for i, value in enumerate(values):
+        if value is not None and not isinstance(value, (tuple, slice)) and \
+                not np.isfinite(value).all():
+            return i
+    return None
+
+
+def is_finite(value):
+    import numpy as np
+    return bool(np.isfinite(value).all())
+
+
+def evaluate(graph, inputs):
+    """Every node's value: the shapes checked first, then the forward pass."""
+    from .passes import forward, require_inputs
+    require_inputs(graph, inputs)
+    k = algebra()
+    inputs = {name: k.coerce(value) for name, value in inputs.items()}
+    shapes(graph, inputs)
+    with k.np.errstate(all='ignore'):   # IEEE results, as the scalar path's
+        return forward(graph, inputs, k)
+
+
+def gradients(graph, values, seed=1.0):
+    """∂output/∂node for every node, each in its node's shape; `seed` is the
+    cotangent of the output (1 for a scalar output)."""
+    from .passes import backward
+    k = algebra()
+    with k.np.errstate(all='ignore'):
+        return backward(graph, values, algebra=k, seed=seed)
+
+
+def tangents(graph, values, directions):
+    """∂node/∂t for every node along {input name: tangent in its shape} (None
+    where a node does not depend on them), by forward mode."""
+    from ..derive.forward import tangents as forward_tangents
+    k = algebra()
+    with k.np.errstate(all='ignore'):
+        return forward_tangents(graph, values, directions, k)
+
+
+def jacobian(graph, values, names, mode=None):
+    """({name: ∂output/∂name, of shape output's + name's}, mode): by reverse
+    mode, a pass per output entry, or forward mode, a pass per input entry,
+    whichever is fewer (`mode` 'forward' or 'reverse' to choose)."""
+    np = algebra().np
+    out = np.asarray(values[graph.output])
+    sizes = {name: np.size(values[graph.inputs[name]]) for name in names}
+    if mode is None:
+        mode = 'forward' if sum(sizes.values()) < out.size else 'reverse'
+    result = {}
+    if mode == 'reverse':
+        rows = {name: [] for name in names}
+        for k in range(out.size):
+            seed = np.zeros(out.size)
+            seed[k] = 1.0
+            grads = gradients(graph, values, seed.reshape(out.shape))
+            for name in names:
+                rows[name].append(np.asarray(grads[graph.inputs[name]], dtype=np.float64))
+        for name in names:
+            shape = np.shape(values[graph.inputs[name]])
+            result[name] = np.array(rows[name]).reshape(out.shape + shape)
+        return result, mode
+    for name in names:
+        shape = np.shape(values[graph.inputs[name]])
+        columns = []
+        for k in range(sizes[name]):
+            direction = np.zeros(sizes[name])
+            direction[k] = 1.0
+            t = tangents(graph, values, {name: direction.reshape(shape)})[graph.output]
+            columns.append(np.broadcast_to(0.0 if t is None else t, out.shape))
+        # entries in the output's order, then the input's
+        stacked = np.array(columns).reshape(shape + out.shape)
+        result[name] = np.moveaxis(stacked, tuple(range(len(shape))),
+                                   tuple(range(out.ndim, out.ndim + len(shape))))
+    return result, mode

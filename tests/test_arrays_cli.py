@@ -1,0 +1,172 @@
+"""Array programs from the command line: bindings from literals and files,
+--data, the output formats, and the one-line errors. Values are checked
+against NumPy formulas derived by hand (torch is the reference of
+test_arrays_torch.py)."""
+
+import json
+
+import numpy as np
+import pytest
+
+A = np.array([[1.0, 2.0], [3.0, 4.0], [0.5, -1.0]])
+X = np.array([1.0, -1.0])
+B = np.array([0.5, 2.0, -1.0])
+
+
+def _least_squares(A, x, b):
+    r = A @ x - b
+    return r @ r, {'A': 2 * np.outer(r, x), 'x': 2 * A.T @ r, 'b': -2 * r}
+
+
+def _json(run_cli, *argv):
+    code, out, err = run_cli(*argv, '--json')
+    assert code == 0, err
+    return json.loads(out)
+
+
+def _literal(a):
+    return json.dumps(a.tolist())
+
+
+def test_the_gradient_of_a_least_squares_loss(run_cli):
+    out = _json(run_cli, 'grad', 'sum((A @ x - b)^2)', f'A={_literal(A)}', f'x={_literal(X)}',
+                f'b={_literal(B)}')
+    value, gradient = _least_squares(A, X, B)
+    assert out['value'] == pytest.approx(value, rel=1e-14)
+    for name, expected in gradient.items():
+        np.testing.assert_allclose(out['gradient'][name], expected, rtol=1e-14)
+        assert np.shape(out['gradient'][name]) == expected.shape
+
+
+@pytest.mark.parametrize('ending', ['npy', 'json', 'csv'])
+def test_a_matrix_binds_from_a_file(run_cli, tmp_path, ending):
+    path = tmp_path / f'A.{ending}'
+    if ending == 'npy':
+        np.save(path, A)
+    elif ending == 'json':
+        path.write_text(_literal(A))
+    else:
+        path.write_text(''.join(','.join(map(repr, row)) + '\n' for row in A.tolist()))
+    out = _json(run_cli, 'grad', 'sum((A @ x - b)^2)', f'A=@{path}', f'x={_literal(X)}',
+                f'b={_literal(B)}', '--wrt', 'A')
+    np.testing.assert_allclose(out['gradient']['A'], _least_squares(A, X, B)[1]['A'], rtol=1e-14)
+
+
+def test_a_declared_shape_checks_the_value(run_cli):
+    code, out, err = run_cli('eval', 'input W[2, 3]\nsum(W)', 'W=[[1, 2], [3, 4]]')
+    assert (code, out) == (2, '')
+    assert err.splitlines()[0] == ("adgrad: error: 'W' is declared [2,3] but its value is [2,2] "
+                                   '(line 1, column 7)')
+
+
+def test_a_shape_mismatch_points_at_the_operator(run_cli):
+    code, out, err = run_cli('grad', 'sum(W @ x)', 'W=[[1, 2, 3], [4, 5, 6]]', 'x=[1, 2, 3, 4]')
+    assert (code, out) == (2, '')
+    lines = err.splitlines()
+    assert lines[0] == ('adgrad: error: cannot multiply W[2,3] by x[4]: sizes 3 and 4 differ '
+                        '(column 7)')
+    assert lines[2] == '        ^'   # under the @ of '  sum(W @ x)'
+
+
+def test_grad_of_a_vector_output_is_refused_with_the_way_out(run_cli):
+    code, out, err = run_cli('grad', 'A @ x', f'A={_literal(A)}', f'x={_literal(X)}')
+    assert (code, out) == (2, '')
+    assert 'take sum(...) or mean(...)' in err and 'jacobian' in err
+
+
+def test_eval_prints_nested_lists(run_cli):
+    code, out, _ = run_cli('eval', '[[1, 2], [3, 4]] @ [1, -1]')
+    assert (code, out) == (0, '[-1.0, -1.0]\n')
+
+
+def test_nodes_show_each_shape(run_cli):
+    code, out, _ = run_cli('grad', 'sum(tanh(W @ x))', 'W=[[1, 2], [3, 4]]', 'x=[1, 0]', '--nodes')
+    assert code == 0
+    rows = [line.split('\t') for line in out.splitlines() if line.startswith('node')]
+    assert [(r[2], r[5]) for r in rows] == [('input', '[2,2]'), ('input', '[2]'),
+                                              ('matmul', '[2]'), ('tanh', '[2]'),
+                                              ('sum', 'a scalar')]
+    tanh_grad = json.loads(rows[2][7])   # ∂f/∂(W @ x) = 1 - tanh^2
+    np.testing.assert_allclose(tanh_grad, 1 - np.tanh([1.0, 3.0]) ** 2, rtol=1e-14)
+
+
+# ---- --data ----
+
+def _data(n=500):
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(n)
+    return x, 3 * x - 1 + 0.1 * rng.standard_normal(n)
+
+
+def _write(tmp_path, kind, x, y):
+    path = tmp_path / f'd.{kind}'
+    if kind == 'csv':
+        path.write_text('x,y\n' + ''.join(f'{a!r},{b!r}\n' for a, b in zip(x.tolist(), y.tolist())))
+    elif kind == 'jsonl':
+        path.write_text(''.join(json.dumps({'y': b, 'x': a}) + '\n'
+                                for a, b in zip(x.tolist(), y.tolist())))
+    else:
+        pa = pytest.importorskip('pyarrow')
+        import pyarrow.parquet as pq
+        pq.write_table(pa.table({'x': x, 'y': y}), path)
+    return path
+
+
+@pytest.mark.parametrize('kind', ['csv', 'jsonl', 'parquet'])
+def test_the_gradient_of_a_data_set_loss(run_cli, tmp_path, kind):
+    x, y = _data()
+    path = _write(tmp_path, kind, x, y)
+    out = _json(run_cli, 'grad', 'mean((w*x + b - y)^2)', '--data', str(path), 'w=0.5', 'b=0')
+    r = 0.5 * x - y
+    assert out['value'] == pytest.approx(np.mean(r * r), rel=1e-13)
+    # the parameters only: the data's columns are no gradient wanted by default
+    assert out['gradient'] == pytest.approx({'b': np.mean(2 * r), 'w': np.mean(2 * r * x)},
+                                            rel=1e-13)
+
+
+def test_data_from_standard_input(tmp_path):
+    import subprocess
+    import sys
+    x, y = _data(50)
+    text = _write(tmp_path, 'csv', x, y).read_text()
+    done = subprocess.run([sys.executable, '-m', 'autodiff_cli', 'grad', 'mean((w*x - y)^2)',
+                           '--data', '-', 'w=2', '--json'], input=text, capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)['gradient']['w'] == pytest.approx(np.mean(2 * (2 * x - y) * x),
+                                                                     rel=1e-13)
+
+
+def test_data_that_names_no_variable_is_refused(run_cli, tmp_path):
+    path = _write(tmp_path, 'csv', *_data(5))
+    code, out, err = run_cli('grad', 'mean((w*u - v)^2)', '--data', str(path), 'w=1', 'u=1', 'v=1')
+    assert (code, out) == (2, '')
+    assert err == (f"adgrad: error: none of the columns of {path} is a variable of the program "
+                   "(theirs: 'x', 'y')\n")
+
+
+def test_a_column_bound_twice_is_refused(run_cli, tmp_path):
+    path = _write(tmp_path, 'csv', *_data(5))
+    code, _, err = run_cli('eval', 'mean(x*y)', '--data', str(path), 'x=1')
+    assert code == 2 and 'both a column' in err
+
+
+@pytest.mark.parametrize('command', [
+    ['render', 'sum(x)', 'x=[1, 2]'], ['hessian', 'sum(x^2)', 'x=[1, 2]'],
+    ['check', 'sum(x^2)', 'x=[1, 2]'], ['diff', 'sum(x^2)'],
+    ['grad', 'sum(x^2)', 'x=[1, 2]', '--mode', 'forward'],
+    ['grad', 'sum(x^2)', 'x=[1, 2]', '--explain']])
+def test_what_takes_no_arrays_yet_says_so_in_one_line(run_cli, command):
+    code, out, err = run_cli(*command)
+    assert (code, out) == (2, '')
+    assert len(err.splitlines()) == 1 and 'arrays' in err or 'numbers only' in err
+
+
+def test_jacobian_picks_the_mode_with_fewer_passes(run_cli):
+    three_outputs = _json(run_cli, 'jacobian', '[x*y, x + y, sin(x)]', 'x=1', 'y=2')
+    assert three_outputs['mode'] == 'forward'   # 2 inputs, 3 outputs
+    assert three_outputs['jacobian'] == {'x': [2.0, 1.0, pytest.approx(np.cos(1.0))],
+                                         'y': [1.0, 1.0, 0.0]}
+    one_output = _json(run_cli, 'jacobian', '[sum(x^2)]', 'x=[1, 2, 3]')
+    assert one_output['mode'] == 'reverse'
+    assert one_output['jacobian'] == {'x': [[2.0, 4.0, 6.0]]}
