@@ -175,6 +175,7 @@ def test_the_trace_is_a_csv_that_plot_draws(run_cli, tmp_path):
     (['x^2', 'x=1', '--method', 'gd', '--lr', '-1'], 2, "'-1' is not a positive number"),
     (['x*y', 'x=1'], 2, "no value for 'y'"),
     (['f^2', 'f=1'], 2, "a variable named 'f' would repeat a line of the output"),
+    (['sum(x^2)', 'x=[1, 2]'], 2, 'adgrad minimize and its options take programs of numbers'),
 ])
 def test_failures_are_one_line(run_cli, args, code, message):
     pytest.importorskip('scipy')

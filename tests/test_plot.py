@@ -192,6 +192,7 @@ def test_a_path_is_drawn_from_its_columns(run_cli, tmp_path):
     (['x^2', 'x=0..1', '--at', 'y=1', '-o', 'f.png'], "--at 'y=1'"),
     (['x^2', 'x=0..1', '--samples', '1', '-o', 'f.png'], "'1' is not a whole number"),
     (['x*y', 'x=0..1', 'y=0..1', '--samples', '2001', '-o', 'f.png'], 'at most 2,000 per side'),
+    (['sum(w*x)', 'x=0..1', 'w=[1, 2]', '-o', 'f.png'], 'take programs of numbers only'),
 ])
 def test_bad_usage_is_one_line_and_exit_2(run_cli, tmp_path, monkeypatch, args, message):
     monkeypatch.chdir(tmp_path)

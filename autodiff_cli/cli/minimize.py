@@ -5,7 +5,7 @@ adam (derive/optimize.py does the work; this module reads and writes)."""
 import re
 
 from ..errors import UsageError
-from .common import Exit, input_values, load, wrt_names
+from .common import Exit, input_values, load, refuse_arrays, wrt_names
 from .evaluate import add_input
 from .output import Format, json_number, number
 
@@ -106,6 +106,7 @@ def run(args, env):
         raise UsageError(f'--lr is the step size of gd, momentum and adam, not of {args.method}')
     fmt = args.format or (Format.TABLE if env.stdout_isatty else Format.PLAIN)
     graph, bindings = load(args, env)
+    refuse_arrays(graph, bindings, 'adgrad minimize and its options')
     names = wrt_names(graph, args.wrt)
     values = input_values(graph, bindings, env.warn)
     from ..core.passes import require_inputs

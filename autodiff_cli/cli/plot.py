@@ -9,7 +9,7 @@ import argparse
 import os
 
 from ..errors import UsageError
-from .common import Exit, input_values, load_program, parse_bindings
+from .common import Exit, input_values, load_program, parse_bindings, refuse_arrays
 from .evaluate import add_input
 
 ENDINGS = {'.png': 'png', '.svg': 'svg', '.pdf': 'pdf'}
@@ -64,6 +64,7 @@ def run(args, env):
     graph, words = load_program(args, env)
     ranges, words = split_ranges(words, graph)
     bindings = parse_bindings(words, graph)
+    refuse_arrays(graph, bindings, 'adgrad plot and its options')
     fixed = input_values(graph, bindings, env.warn)
     for name in ranges:
         fixed.pop(name, None)
