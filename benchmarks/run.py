@@ -52,11 +52,12 @@ QUICK = dict(startup_runs=3, runs=1, large_terms=500, large_depth=1000, chain_de
              statements=800)
 
 FIGURES = ('startup', 'large', 'torch', 'linearity', 'gradient', 'parse', 'derive', 'batch',
-           'memory', 'scale', 'dask', 'pipe')
+           'memory', 'scale', 'dask', 'pipe', 'arrays')
 
 AGAINST = '135ea79'   # the code every figure is held to (issue 26)
 WITHIN = 1.10         # new ÷ old may be at most this
 ONCE = ('pipe',)      # too long to repeat: one run a side
+NEWER = ('arrays',)   # of code that 135ea79 does not have: --against leaves them out
 
 
 class Figure:
@@ -276,6 +277,45 @@ class Bench:
             lambda m, w: f'median {m:.2f}×, worst {w:.2f}×', '≤ 1.25× median, ≤ 2× worst',
             lambda m, w: m <= 1.25 and w <= 2, lambda m, w: {'median ×': m, 'worst ×': w},
             detail=' ours ')
+        return rows
+
+    def arrays(self):
+        """Issue 27's figures: benchmarks/arrays.py, run as it is, its lines read back."""
+        import re
+        check = subprocess.run([sys.executable, '-c', 'import torch, pyarrow'], capture_output=True)
+        if check.returncode != 0:
+            return [Figure('arrays (issue 27) against PyTorch', 'skipped: torch or pyarrow is '
+                           f'not installed for {sys.executable}', '≤ 1.2', 'n/a', '')]
+        quick = self.sizes is QUICK
+        command = [sys.executable, str(HERE / 'arrays.py')] + (['--quick'] if quick else [])
+        lines = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+        script = f"`python benchmarks/arrays.py{' --quick' if quick else ''}`"
+        rows = []
+        for pattern, name, target, limit, judged in (
+                (r'tanh layer (\S+): ours ([\d.]+) ms, torch ([\d.]+) ms: ([\d.]+)x',
+                 'arrays (issue 27): gradient of sum(tanh(W @ x + b)^2), W {0}, in-process ÷ '
+                 'torch float64, one BLAS thread each', '≤ 1.2', 1.2, '÷ torch'),
+                (r'mlp in-process, (\d+) rows: ours ([\d.]+) ms, torch ([\d.]+) ms: ([\d.]+)x',
+                 'arrays (issue 27): MLP 784-256-10, tanh, softmax cross-entropy over {0} rows, '
+                 'all weight gradients, in-process ÷ torch in-process', '≤ 1.2', 1.2, '÷ torch'),
+                (r'mlp whole process, (\d+) rows: ours ([\d.]+) s, torch import ([\d.]+) s '
+                 r'\+ [\d.]+ s: ([\d.]+)x',
+                 'arrays (issue 27): the same MLP, whole `adgrad grad --data` process ÷ torch '
+                 'in-process plus `import torch`', '≤ 1.3', 1.3, '÷ torch')):
+            found = re.search(pattern, lines)
+            if found:
+                ratio = float(found.group(4))
+                rows.append(Figure(name.format(found.group(1)), f'{ratio:.2f}', target,
+                                   verdict(ratio <= limit), f'{script}, which prints: '
+                                   f'{found.group(0)}', {judged: ratio}))
+        found = re.search(r'3-vectors, (\d+) nodes: forward \+ backward ([\d.]+) us per node.*',
+                          lines)
+        if found:
+            per = float(found.group(2))
+            rows.append(Figure(f'arrays (issue 27): a {int(found.group(1)):,}-node program over '
+                               '3-vectors, forward + backward per node (CPU time)',
+                               f'{per:.2f} µs', '≤ 5 µs', verdict(per <= 5),
+                               f'{script}, which prints: {found.group(0)}', {'µs per node': per}))
         return rows
 
     def parse(self):
@@ -656,7 +696,7 @@ def against(rev, only, quick, rounds, log):
             sides = (Side('old', tree, f'{rev} ({commit[:7]})'), Side('new', ROOT, git_state()))
             for side in sides:
                 side.check(base)
-            for name in (n for n in FIGURES if n in only):
+            for name in (n for n in FIGURES if n in only and (n not in NEWER or rev != AGAINST)):
                 for k in range(1 if name in ONCE else rounds):
                     for side in (sides if k % 2 == 0 else sides[::-1]):
                         log(f'{name}, round {k + 1}, {side.label} ...')

@@ -259,3 +259,13 @@ def structure(graph):
                 continue
             number[i] = emit(i, [emit(a) if leaf(a) else number[a] for a in nodes[i].args])
     return canonical, number[graph.output], dict(graph.defaults)
+
+
+def scalar_samples(folder):
+    """The samples in `folder` that are programs of numbers, sorted: what
+    render, diff and the pictures take (array programs are refused there)."""
+    from pathlib import Path
+
+    from autodiff_cli.language.lower import lower
+    return [path for path in sorted(Path(folder).glob('*.ad'))
+            if lower(path.read_text(encoding='utf-8')).shapes is None]

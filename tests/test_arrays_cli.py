@@ -154,7 +154,6 @@ def test_a_column_bound_twice_is_refused(run_cli, tmp_path):
 @pytest.mark.parametrize('command', [
     ['render', 'sum(x)', 'x=[1, 2]'], ['hessian', 'sum(x^2)', 'x=[1, 2]'],
     ['check', 'sum(x^2)', 'x=[1, 2]'], ['diff', 'sum(x^2)'],
-    ['grad', 'sum(x^2)', 'x=[1, 2]', '--mode', 'forward'],
     ['grad', 'sum(x^2)', 'x=[1, 2]', '--explain']])
 def test_what_takes_no_arrays_yet_says_so_in_one_line(run_cli, command):
     code, out, err = run_cli(*command)
@@ -170,3 +169,15 @@ def test_jacobian_picks_the_mode_with_fewer_passes(run_cli):
     one_output = _json(run_cli, 'jacobian', '[sum(x^2)]', 'x=[1, 2, 3]')
     assert one_output['mode'] == 'reverse'
     assert one_output['jacobian'] == {'x': [[2.0, 4.0, 6.0]]}
+
+
+def test_a_tangent_gives_the_directional_derivative(run_cli):
+    W, x, t = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]), np.array([0.1, 0.2, 0.3]), \
+        np.array([1.0, -2.0, 0.5])
+    out = _json(run_cli, 'grad', '--mode', 'forward', '--tangent', f'x={_literal(t)}',
+                'sum(tanh(W @ x))', f'W={_literal(W)}', f'x={_literal(x)}')
+    # d/dε sum(tanh(W (x + ε t))) = (1 - tanh(Wx)^2) · (W t)
+    assert out['jvp'] == pytest.approx((1 - np.tanh(W @ x) ** 2) @ (W @ t), rel=1e-13)
+    code, _, err = run_cli('grad', '--mode', 'forward', '--tangent', 'x=[1, 0]', 'sum(x)',
+                           'x=[1, 2, 3]')
+    assert code == 2 and "the tangent of 'x' has shape [2], but 'x' has [3]" in err

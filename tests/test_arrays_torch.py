@@ -207,3 +207,17 @@ def test_a_jacobian_agrees_with_torch_in_either_mode(source, inputs, function, m
         assert jacobians[name].shape == tuple(expected.shape), name
         np.testing.assert_allclose(jacobians[name], expected.numpy(), rtol=1e-10, atol=1e-12,
                                    err_msg=name)
+
+
+@pytest.mark.parametrize('source, inputs, function', JACOBIANS,
+                         ids=[c[0][:30] for c in JACOBIANS])
+def test_a_tangent_pass_is_torchs_jvp(source, inputs, function):
+    graph = lower(source)
+    values = tensors.evaluate(graph, inputs)
+    rng = np.random.default_rng(11)
+    directions = {name: rng.standard_normal(np.shape(v)) for name, v in inputs.items()}
+    ours = tensors.tangents(graph, values, directions)[graph.output]
+    _, theirs = torch.func.jvp(function, tuple(torch.tensor(v) for v in inputs.values()),
+                               tuple(torch.tensor(directions[n]) for n in inputs))
+    np.testing.assert_allclose(np.broadcast_to(ours, theirs.shape), theirs.numpy(), rtol=1e-10,
+                               atol=1e-12)

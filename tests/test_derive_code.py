@@ -17,7 +17,6 @@ nan on the way, and the code makes finite: that finite number must be the
 derivative's true limit, as central differences of the value see it.
 """
 
-import glob
 import itertools
 import math
 import os
@@ -30,10 +29,10 @@ from autodiff_cli import backward, forward, lower
 from autodiff_cli.core.primitives import FUNCTIONS
 from autodiff_cli.derive.printers import adgrad_text, c_text, numpy_text
 from autodiff_cli.derive.record import differentiate
-from tests.helpers import CASES, numpy_function
+from tests.helpers import CASES, numpy_function, scalar_samples
 from tests.randexpr import cases, show
 
-SAMPLES = sorted(glob.glob(os.path.join(os.path.dirname(__file__), '..', 'samples', '*.ad')))
+SAMPLES = [str(p) for p in scalar_samples(os.path.join(os.path.dirname(__file__), '..', 'samples'))]
 
 # Beyond one row per primitive: the language's forms that lower to several
 # nodes (n-ary min and max, log to a base), conditionals and the logic.

@@ -22,7 +22,7 @@ from autodiff_cli.pictures.render import render
 from autodiff_cli.pictures.style import Look
 from autodiff_cli.pictures.steps import forward_steps
 
-from tests.helpers import run_main
+from tests.helpers import run_main, scalar_samples
 
 ROOT = Path(__file__).parent.parent
 SAMPLES = ROOT / 'samples'
@@ -80,11 +80,11 @@ def slide_commands():
 
 
 def test_the_readme_names_a_slide_view_for_every_sample():
-    assert set(slide_commands()) == {p.stem for p in SAMPLES.glob('*.ad')}
+    assert set(slide_commands()) == {p.stem for p in scalar_samples(SAMPLES)}
 
 
 @needs_dot
-@pytest.mark.parametrize('name', sorted(p.stem for p in SAMPLES.glob('*.ad')))
+@pytest.mark.parametrize('name', [p.stem for p in scalar_samples(SAMPLES)])
 def test_every_sample_is_as_wide_as_a_slide_in_the_view_the_readme_names(
         name, tmp_path, monkeypatch):
     """The issue's limit: at most 1920 px wide at the 144 dpi of a PNG, every
@@ -225,7 +225,7 @@ def test_the_legends_input_swatch_is_an_oval(tmp_path, monkeypatch):
 
 
 @needs_dot
-@pytest.mark.parametrize('name', sorted(p.stem for p in SAMPLES.glob('*.ad')))
+@pytest.mark.parametrize('name', [p.stem for p in scalar_samples(SAMPLES)])
 def test_every_sample_is_viewable_in_every_view(name, tmp_path, monkeypatch):
     monkeypatch.chdir(ROOT)
     for extra in ([], ['--collapse', 'blocks'], ['--color', 'magnitude']):

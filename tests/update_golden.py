@@ -7,8 +7,10 @@ committing it: the golden files are what tests/test_golden.py holds render to.
 import sys
 from pathlib import Path
 
+from tests.helpers import scalar_samples
+
 ROOT = Path(__file__).resolve().parent.parent
-SAMPLES = sorted((ROOT / 'samples').glob('*.ad'))
+SAMPLES = scalar_samples(ROOT / 'samples')   # pictures take programs of numbers
 GOLDEN = ROOT / 'tests' / 'golden'
 
 

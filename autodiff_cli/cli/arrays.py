@@ -10,8 +10,6 @@ def run_arrays(args, graph, inputs, names, env, data=()):
     """The result at the point `inputs`; the columns of --data (`data`) are
     not echoed as inputs."""
     from ..core import tensors
-    if getattr(args, 'mode', 'reverse') == 'forward':
-        raise UsageError('--mode forward takes programs of numbers only, so far')
     if getattr(args, 'explain', False):
         raise UsageError('--explain takes programs of numbers only, so far')
     start = len(env.warn.messages)
@@ -28,8 +26,13 @@ def run_arrays(args, graph, inputs, names, env, data=()):
             raise UsageError(f'grad needs a scalar output, and this one has shape '
                              f'{tensors.shown(value.shape)}: use adgrad jacobian, or take '
                              'sum(...) or mean(...) of it')
-        grads = tensors.gradients(graph, values)
-        gradients = {name: grads[graph.inputs[name]] for name in names}
+        if getattr(args, 'mode', 'reverse') == 'forward':   # a tangent pass per entry
+            if args.nodes:
+                raise UsageError('--nodes with --mode forward takes programs of numbers only')
+            gradients = tensors.jacobian(graph, values, names, 'forward')[0]
+        else:
+            grads = tensors.gradients(graph, values, wrt=None if args.nodes else names)
+            gradients = {name: grads[graph.inputs[name]] for name in names}
         infinite = [n for n, g in gradients.items() if not tensors.is_finite(g)]
         if infinite:
             numerical(f'the gradient ∂f/∂{infinite[0]} is not finite', args.strict, env.warn)
@@ -102,3 +105,39 @@ def write_nodes(result, records, fmt, env):
         grad = '-' if r.grad is None else summary(r.grad)
         env.stdout.write(f'node\t{r.id}\t{r.op}\t{r.name or "-"}\t{r.block or "-"}\t'
                          f'{shown(shape_of(r.value))}\t{summary(r.value)}\t{grad}\t{r.expr}\n')
+
+
+def run_tangent(args, graph, inputs, env):
+    """grad --mode forward --tangent: the value and the Jacobian-vector product
+    along the given direction, by one forward pass."""
+    from ..core import tensors
+    from ..table.formats import json_number
+    from .common import parse_bindings
+    from ..core.passes import check_names
+    directions = parse_bindings(args.tangent, graph)
+    check_names(graph, list(directions))
+    values = tensors.evaluate(graph, inputs)
+    k = tensors.algebra()
+    directions = {n: k.coerce(t) for n, t in directions.items()}
+    for name, t in directions.items():
+        shape = tensors.shape_of(values[graph.inputs[name]])
+        if t.shape != shape:
+            raise UsageError(f"the tangent of '{name}' has shape {tensors.shown(t.shape)}, but "
+                             f"'{name}' has {tensors.shown(shape)}")
+    out = values[graph.output]
+    t = tensors.tangents(graph, values, directions)[graph.output]
+    jvp = _plain(k.np.broadcast_to(0.0 if t is None else t, k.np.shape(out)).copy())
+    if not tensors.is_finite(jvp):
+        numerical('the Jacobian-vector product is not finite', args.strict, env.warn)
+    value = _plain(out)
+    fmt = Format(args.format)
+    if fmt is Format.JSON:
+        import json
+        env.stdout.write(json.dumps({'value': json_number(value), 'jvp': json_number(jvp),
+                                     'tangent': {n: json_number(_plain(v))
+                                                 for n, v in directions.items()}},
+                                    allow_nan=False, ensure_ascii=False) + '\n')
+    else:
+        from ..core.numbers import number
+        env.stdout.write(f'value\t{number(value)}\njvp\t{number(jvp)}\n')
+    return Exit.OK

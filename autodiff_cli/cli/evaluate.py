@@ -62,6 +62,10 @@ def add_arguments(parser, command):
         parser.add_argument('--mode', choices=('reverse', 'forward'), default='reverse',
                             help='reverse (one backward pass for every variable) or forward '
                                  '(one tangent pass per variable; --nodes shows each pass)')
+        parser.add_argument('--tangent', metavar='NAME=VALUE', action='append', default=None,
+                            help='with --mode forward: the direction, such as x=[1,0,0] (repeat '
+                                 'for several variables; the others get none); prints the '
+                                 'Jacobian-vector product instead of the gradient')
         parser.add_argument('--explain', action='store_true',
                             help='then diagnose the gradients: where each shrinks or grows '
                                  'most, what blocks them, the first non-finite one')
@@ -101,6 +105,11 @@ def run(args, env):
         run_points(args, graph, bindings, names, env)
         return Exit.OK
     inputs = input_values(graph, bindings, env.warn)
+    if getattr(args, 'tangent', None) is not None:
+        if args.mode != 'forward':
+            raise UsageError('--tangent is a direction for forward mode: add --mode forward')
+        from .arrays import run_tangent
+        return run_tangent(args, graph, inputs, env)
     from ..core.tensors import is_array_program
     if is_array_program(graph, inputs):
         from .arrays import run_arrays

@@ -19,6 +19,15 @@ class ShapeError(Exception):
     """Shapes that cannot go together; str() is a message with {0}, {1}… slots."""
 
 
+class Deferred:
+    """A cotangent worth computing only if its argument needs one (torch's
+    needs_input_grad): a matrix product's, whose cost is a product as large."""
+    __slots__ = ('compute',)
+
+    def __init__(self, compute):
+        self.compute = compute
+
+
 # ---- shapes ----
 
 def shown(shape):
@@ -28,6 +37,12 @@ def shown(shape):
 
 def broadcast(*shapes):
     """NumPy's broadcast of the shapes: sizes compared from the last axis."""
+    if len(shapes) == 2:   # the common cases, at once
+        a, b = shapes
+        if a == b or not b:
+            return a
+        if not a:
+            return b
     result = []
     for sizes in zip(*[(1,) * (max(map(len, shapes)) - len(s)) + tuple(s) for s in shapes]):
         wide = {n for n in sizes if n != 1}
@@ -193,7 +208,8 @@ def matmul_vjp(k, g, out, a, b):
     if np.ndim(a) == 1:     # (n,) @ (…, n, p)
         return (np.matmul(b, np.expand_dims(g, -1))[..., 0],
                 np.expand_dims(a, -1) * np.expand_dims(g, -2))
-    return np.matmul(g, _t(np, b)), np.matmul(_t(np, a), g)
+    return (Deferred(lambda: np.matmul(g, _t(np, b))),
+            Deferred(lambda: np.matmul(_t(np, a), g)))
 
 
 def transpose_vjp(k, g, out, a):

@@ -10,7 +10,7 @@ NumPy is imported only on this path.
 """
 
 from ..errors import AdgradError
-from .array_rules import ShapeError, broadcast, shown
+from .array_rules import Deferred, ShapeError, broadcast, shown
 from .primitives import PRIMITIVES, TENSOR
 
 MAX_AXES = 3   # vectors, matrices, and stacks of matrices (a layer per slice)
@@ -33,28 +33,49 @@ def algebra():
         forms['tanh'] = np.tanh
         settle = lambda t, value: np.broadcast_to(t, np.shape(value))   # noqa: E731
         _ALGEBRA.append(SimpleNamespace(np=np, coerce=lambda v: np.asarray(v, dtype=np.float64),
-                                        meeting=Unbroadcast, settle=settle, **forms))
+                                        meeting=Unbroadcast, settle=settle, wanted=None,
+                                        **forms))
     return _ALGEBRA[0]
 
 
 class Unbroadcast:
     """Cotangents meet at an argument in its own shape: a broadcast one is
-    summed over the axes broadcasting added or stretched."""
+    summed over the axes broadcasting added or stretched. Only an argument
+    that leads to an input whose gradient is wanted (`algebra.wanted`: their
+    names, or None for all) gets one: a Deferred one (array_rules.py) is
+    computed only then, and a constant's is never summed back."""
 
     def __init__(self, graph, values, grads, algebra):
-        self.values, self.grads, self.np = values, grads, algebra.np
+        self.grads, self.np = grads, algebra.np
+        self.shapes = [getattr(v, 'shape', ()) for v in values]
+        self.needed = _leading_to(graph, algebra.wanted)
 
     def __call__(self, i, args, cotangents):
-        np, grads = self.np, self.grads
+        grads, shapes, needed = self.grads, self.shapes, self.needed
         for a, da in zip(args, cotangents):
-            if da is None:
+            if da is None or not needed[a]:   # a constant's, the data's: never read
                 continue
-            da = sum_to(np, da, np.shape(self.values[a]))
+            if type(da) is Deferred:
+                da = da.compute()
+            shape = shapes[a]
+            if getattr(da, 'shape', ()) != shape:
+                da = sum_to(self.np, da, shape)
             grads[a] = da if grads[a] is None else grads[a] + da
 
     def result(self):
-        np = self.np
-        return [np.zeros(np.shape(v)) if g is None else g for g, v in zip(self.grads, self.values)]
+        zeros = self.np.zeros
+        return [zeros(shape) if g is None else g for g, shape in zip(self.grads, self.shapes)]
+
+
+def _leading_to(graph, wanted):
+    """Per node, whether it depends on an input whose gradient is wanted."""
+    result = [False] * len(graph.nodes)
+    for i, node in enumerate(graph.nodes):
+        if node.op == 'input':
+            result[i] = wanted is None or node.name in wanted
+        elif node.args:
+            result[i] = any(result[a] for a in node.args)
+    return result
 
 
 def sum_to(np, value, shape):
@@ -183,11 +204,16 @@ def evaluate(graph, inputs):
         return forward(graph, inputs, k)
 
 
-def gradients(graph, values, seed=1.0):
+def gradients(graph, values, seed=1.0, wrt=None):
     """∂output/∂node for every node, each in its node's shape; `seed` is the
-    cotangent of the output (1 for a scalar output)."""
+    cotangent of the output (1 for a scalar output). With `wrt`, input names,
+    a node that leads to none of them may get 0 instead (as the data of a loss)."""
+    from types import SimpleNamespace
+
     from .passes import backward
     k = algebra()
+    if wrt is not None:
+        k = SimpleNamespace(**{**vars(k), 'wanted': frozenset(wrt)})
     with k.np.errstate(all='ignore'):
         return backward(graph, values, algebra=k, seed=seed)
 
@@ -216,7 +242,7 @@ def jacobian(graph, values, names, mode=None):
         for k in range(out.size):
             seed = np.zeros(out.size)
             seed[k] = 1.0
-            grads = gradients(graph, values, seed.reshape(out.shape))
+            grads = gradients(graph, values, seed.reshape(out.shape), names)
             for name in names:
                 rows[name].append(np.asarray(grads[graph.inputs[name]], dtype=np.float64))
         for name in names:
