@@ -3,8 +3,9 @@
 A ```console block is `$ command` lines, each followed by its exact stdout and stderr.
 Its commands run in order in one fresh directory that holds `samples/` and the files
 its page shows as fenced blocks titled with a file name (```c title="main.c"). A block
-that runs `cc`, draws a picture with Graphviz's `dot`, or runs `--engine dask`, skips
-where that is missing. The ```pycon blocks of a page run as one doctest, in order.
+that runs `cc`, draws a picture with Graphviz's `dot`, runs `--engine dask`, or
+runs `plot` (matplotlib) or `minimize` (scipy), skips where that is missing.
+The ```pycon blocks of a page run as one doctest, in order.
 """
 
 import doctest
@@ -25,7 +26,8 @@ NO_DOT = re.compile(r'--format[ =](text|dot)\b|-o \S+\.(txt|dot|gv)\b')
 
 
 def tools(command):
-    """What `command` needs besides adgrad: the programs 'cc', 'dot', the extra 'dask'."""
+    """What `command` needs besides adgrad: the programs 'cc', 'dot', the extras
+    'dask', 'matplotlib' (plot) and 'scipy' (minimize)."""
     needed = set()
     for segment in re.split(r'&&|\|\|?|;', command):
         words = segment.split()
@@ -35,12 +37,17 @@ def tools(command):
             needed.add('dot')
         if '--engine dask' in segment:
             needed.add('dask')
+        if words[:2] == ['adgrad', 'plot']:
+            needed.add('matplotlib')
+        if words[:2] == ['adgrad', 'minimize']:
+            needed.add('scipy')
     return needed
 
 
 def missing(tool):
-    if tool == 'dask':      # the extra, in the Python that runs adgrad
-        return subprocess.run([sys.executable, '-c', 'import dask.distributed'],
+    modules = {'dask': 'dask.distributed', 'matplotlib': 'matplotlib', 'scipy': 'scipy.optimize'}
+    if tool in modules:      # an extra, in the Python that runs adgrad
+        return subprocess.run([sys.executable, '-c', f'import {modules[tool]}'],
                               capture_output=True).returncode != 0
     return shutil.which(tool) is None
 
@@ -93,6 +100,8 @@ def test_tools_are_found_in_each_kind_of_command():
     assert tools('adgrad grad x x=1 | dot -Tsvg') == {'dot'}
     assert tools('adgrad grad -f samples/blocks.ad --format dot') == set()
     assert tools('adgrad grad x --points data --engine dask -o out') == {'dask'}
+    assert tools("adgrad plot 'x^2' x=0..1 --format svg > f.svg") == {'matplotlib'}
+    assert tools("adgrad minimize 'x^2' x=1") == {'scipy'}
 
 
 @pytest.mark.parametrize('steps, files', EXAMPLES)

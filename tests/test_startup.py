@@ -60,6 +60,20 @@ def test_the_commands_start_without_json_and_the_help_without_the_library():
     assert done.stdout.endswith('\n[]\n'), done.stderr
 
 
+def test_start_up_imports_neither_matplotlib_nor_scipy():
+    """plot's and minimize's extras are imported on their paths alone: not by
+    another command, the help, or their own --help."""
+    done = _python('import sys\n'
+                   'from autodiff_cli.cli.main import main\n'
+                   "main(['grad', 'x*y', 'x=2', 'y=3'])\n"
+                   "main(['--help'])\n"
+                   "main(['plot', '--help'])\n"
+                   "main(['minimize', '--help'])\n"
+                   "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+                   "('matplotlib', 'scipy')))\n")
+    assert done.stdout.endswith('\n[]\n'), done.stderr
+
+
 CONSOLE = ('import sys\n'
            'from autodiff_cli.cli.main import console\n'
            'sys.argv[0] = "adgrad"\n'

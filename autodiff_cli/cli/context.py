@@ -31,6 +31,8 @@ class Command(Choice):
     JACOBIAN = 'jacobian', 'jacobian', 'print the value and the Jacobian of a vector output'
     HESSIAN = 'hessian', 'hessian', 'print the matrix of second derivatives'
     CHECK = 'check', 'check', 'compare reverse mode with finite differences'
+    MINIMIZE = 'minimize', 'minimize', 'find a minimiser with the exact gradient (and Hessian)'
+    PLOT = 'plot', 'plot', 'draw f and its derivatives over a range, or contours over two'
     COMPLETION = 'completion', 'completion', 'print a shell completion script'
 
     def load(self):

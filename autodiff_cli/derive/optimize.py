@@ -1,0 +1,205 @@
+"""Minimising a scalar program with its exact gradient (and Hessian).
+
+lbfgs, newton and trust are scipy.optimize's (the optimize extra), given
+reverse mode's gradient and the recorded Hessian (hessian.py); gd, momentum
+and adam are the training loops of the tutorials, a few lines each. Every
+iteration can be reported to a callback; the library does no I/O.
+"""
+
+from collections import namedtuple
+
+from ..errors import NumericalError, UsageError
+
+SCIPY_METHODS = {'lbfgs': 'L-BFGS-B', 'newton': 'Newton-CG', 'trust': 'trust-exact'}
+LOOPS = ('gd', 'momentum', 'adam')
+METHODS = tuple(SCIPY_METHODS) + LOOPS
+BOUNDED = ('lbfgs', 'trust')   # trust with bounds is scipy's trust-constr
+DEFAULT_LR = {'gd': 1e-3, 'momentum': 1e-3, 'adam': 1e-2}
+DEFAULT_STEPS = 1000           # for the loops; scipy's methods keep their own limits
+DEFAULT_GTOL = 1e-6            # for the loops; scipy's methods keep their own tolerances
+NEWTON_XTOL = 1e-8             # but Newton-CG's (see _scipy)
+
+# x: {name: value} where the method stopped; f; grad_norm: |∇f| there (of
+# the projected gradient where bounds hold); iterations, evaluations (of f
+# and ∇f together; Hessians apart); converged; why: one line.
+Result = namedtuple('Result', 'x f grad_norm iterations evaluations hessians converged why')
+
+
+class Objective:
+    """f and ∇f of `graph` at a vector of the `names`, the other inputs
+    `fixed`; the last point's results kept, so a callback costs nothing."""
+
+    def __init__(self, graph, names, fixed):
+        self.graph, self.names, self.fixed = graph, list(names), dict(fixed)
+        self.evaluations = self.hessians = 0
+        self.iteration = 0
+        self._last = None
+        self._prepared = None
+
+    def point(self, v):
+        return {**self.fixed, **{n: float(x) for n, x in zip(self.names, v)}}
+
+    def value_and_gradient(self, v):
+        import numpy as np
+
+        from ..core.passes import backward, first_nonfinite, forward
+        key = np.asarray(v, dtype=np.float64).tobytes()
+        if self._last is not None and self._last[0] == key:
+            return self._last[1], self._last[2].copy()
+        self.evaluations += 1
+        values = forward(self.graph, self.point(v))
+        f = values[self.graph.output]
+        bad = first_nonfinite(values)
+        if bad is not None:
+            raise NumericalError(f'f is not finite at iteration {self.iteration}: '
+                                 f'{_where(self.graph, bad)} is {values[bad]!r}, the first '
+                                 'non-finite value')
+        grads = backward(self.graph, values)
+        gradient = np.array([grads[self.graph.inputs[n]] or 0.0 for n in self.names],
+                            dtype=np.float64)
+        if not np.isfinite(gradient).all():
+            name = self.names[int(np.flatnonzero(~np.isfinite(gradient))[0])]
+            raise NumericalError(f'the gradient ∂f/∂{name} is not finite at iteration '
+                                 f'{self.iteration}: {gradient[self.names.index(name)]!r}')
+        self._last = (key, float(f), gradient)
+        return float(f), gradient.copy()
+
+    def hessian(self, v):
+        import numpy as np
+
+        from .hessian import gradient_graph, hessian
+        if self._prepared is None:
+            self._prepared = gradient_graph(self.graph, self.names)
+        self.hessians += 1
+        matrix = np.array(hessian(self.graph, self.point(v), self.names, self._prepared))
+        if not np.isfinite(matrix).all():
+            raise NumericalError(f'the Hessian is not finite at iteration {self.iteration}')
+        return matrix
+
+
+def _where(graph, i):
+    return f'{graph.text(i, 60) or graph.label(i)} (node {i})'
+
+
+def minimize(graph, start, names, method='lbfgs', fixed=None, bounds=None, lr=None,
+             steps=None, gtol=None, trace=None):
+    """Minimise `graph` over `names` from `start` ({name: value}), the other
+    inputs `fixed`, by `method` (METHODS); a Result. `bounds`: {name: (lo,
+    hi)}, None for no bound; `gtol`: scipy's tolerance (Newton-CG's xtol),
+    or |∇f| for the loops; `trace(iteration, x, f, grad_norm)` is called at
+    the start and after every iteration. Raises NumericalError at a
+    non-finite f, gradient or Hessian, UsageError for bounds a method refuses."""
+    import numpy as np
+    if method not in METHODS:
+        raise UsageError(f"unknown method '{method}' (choose from {', '.join(METHODS)})")
+    if bounds and method not in BOUNDED:
+        raise UsageError(f"--method {method} takes no bounds: use lbfgs or trust, "
+                         'whose scipy methods keep them')
+    objective = Objective(graph, names, fixed or {})
+    x0 = np.array([start[n] for n in names], dtype=np.float64)
+    box = None
+    if bounds:
+        box = [bounds.get(n, (None, None)) for n in names]
+        lo = np.array([-np.inf if b[0] is None else b[0] for b in box])
+        hi = np.array([np.inf if b[1] is None else b[1] for b in box])
+        if (x0 < lo).any() or (x0 > hi).any():
+            name = names[int(np.flatnonzero((x0 < lo) | (x0 > hi))[0])]
+            raise UsageError(f"the start {name}={start[name]:g} is outside its bounds")
+
+    def report(v):
+        f, g = objective.value_and_gradient(v)
+        norm = _norm(v, g, box)
+        if trace is not None:
+            trace(objective.iteration, v, f, norm)
+        return f, g, norm
+    f0, g0, norm0 = report(x0)
+    if not g0.any() and not objective.hessian(x0).any():
+        return _result(objective, x0, f0, norm0, False,
+                       'a flat region: the gradient and the Hessian are exactly 0 at the '
+                       'start, so no method can move (a step, floor, or a dead branch?)')
+    if method in LOOPS:
+        return _loop(objective, x0, method, lr or DEFAULT_LR[method], steps or DEFAULT_STEPS,
+                     DEFAULT_GTOL if gtol is None else gtol, report, norm0)
+    return _scipy(objective, x0, method, box, steps, gtol, report)
+
+
+def _norm(v, g, box):
+    """|∇f|, or where bounds hold, of the gradient projected onto them."""
+    import numpy as np
+    if box is not None:
+        lo = np.array([-np.inf if b[0] is None else b[0] for b in box])
+        hi = np.array([np.inf if b[1] is None else b[1] for b in box])
+        g = v - np.clip(v - g, lo, hi)
+    return float(np.linalg.norm(g))
+
+
+def _result(objective, v, f, norm, converged, why):
+    x = {n: float(value) for n, value in zip(objective.names, v)}
+    return Result(x, f, norm, objective.iteration, objective.evaluations, objective.hessians,
+                  converged, why)
+
+
+def _loop(objective, v, method, lr, steps, gtol, report, norm):
+    import numpy as np
+    f, g = objective.value_and_gradient(v)
+    velocity, m, s = np.zeros_like(v), np.zeros_like(v), np.zeros_like(v)
+    for step in range(1, steps + 1):
+        if norm <= gtol:
+            break
+        if method == 'gd':
+            v = v - lr * g
+        elif method == 'momentum':
+            velocity = 0.9 * velocity - lr * g
+            v = v + velocity
+        else:   # adam (Kingma and Ba), with its usual constants
+            m = 0.9 * m + 0.1 * g
+            s = 0.999 * s + 0.001 * g * g
+            v = v - lr * (m / (1 - 0.9**step)) / (np.sqrt(s / (1 - 0.999**step)) + 1e-8)
+        objective.iteration = step
+        if not np.isfinite(v).all():
+            raise NumericalError(f'diverged at iteration {step}: a step of {method} with '
+                                 f'--lr {lr:g} left the finite numbers (try a smaller --lr)')
+        f, g, norm = report(v)
+    if norm <= gtol:
+        return _result(objective, v, f, norm, True, f'|∇f| = {norm:.3g} <= {gtol:g}')
+    return _result(objective, v, f, norm, False,
+                   f'it reached the iteration limit, {steps} steps, with |∇f| = {norm:.3g} '
+                   f'above {gtol:g} (raise --steps, or change --lr from {lr:g})')
+
+
+def _scipy(objective, x0, method, box, steps, gtol, report):
+    import warnings
+
+    import numpy as np
+    from scipy.optimize import minimize as scipy_minimize
+
+    def callback(v, *state):   # trust-constr passes its state too
+        objective.iteration += 1
+        report(np.array(v, dtype=np.float64))
+    name = SCIPY_METHODS[method]
+    options = {} if steps is None else {'maxiter': steps}
+    if method == 'newton':
+        # Newton-CG stops on the step's size, and its 1e-5 stopped the chained
+        # Rosenbrock at |∇f| = 0.03; at 1e-8 it is 7e-10, for 4% more steps.
+        options['xtol'] = NEWTON_XTOL if gtol is None else gtol
+    elif gtol is not None:   # else scipy's own tolerances
+        options['gtol'] = gtol
+    kwargs = {'jac': True}
+    if method == 'lbfgs':
+        kwargs['bounds'] = box
+    elif method == 'trust' and box is not None:
+        from scipy.optimize import Bounds
+        name = 'trust-constr'
+        kwargs.update(hess=objective.hessian, bounds=Bounds(
+            [-np.inf if b[0] is None else b[0] for b in box],
+            [np.inf if b[1] is None else b[1] for b in box]))
+    else:
+        kwargs['hess'] = objective.hessian
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')   # scipy's own warnings repeat its message
+        found = scipy_minimize(objective.value_and_gradient, x0, method=name, callback=callback,
+                               options=options, **kwargs)
+    v = np.asarray(found.x, dtype=np.float64)
+    f, g = objective.value_and_gradient(v)
+    message = found.message.decode() if isinstance(found.message, bytes) else str(found.message)
+    return _result(objective, v, f, _norm(v, g, box), bool(found.success), message.rstrip('.'))
