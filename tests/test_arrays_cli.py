@@ -158,7 +158,7 @@ def test_a_column_bound_twice_is_refused(run_cli, tmp_path):
 def test_what_takes_no_arrays_yet_says_so_in_one_line(run_cli, command):
     code, out, err = run_cli(*command)
     assert (code, out) == (2, '')
-    assert len(err.splitlines()) == 1 and 'arrays' in err or 'numbers only' in err
+    assert len(err.splitlines()) == 1 and ('arrays' in err or 'numbers only' in err)
 
 
 def test_jacobian_picks_the_mode_with_fewer_passes(run_cli):
@@ -223,3 +223,50 @@ def test_a_table_shows_a_matrix_as_its_rows(run_cli):
     assert lines[0] == ['f', 'sum((A', '@', 'x', '-', 'b)^2)']
     assert lines[2:4] == [['df/dA', '-3.0', '3.0'], ['-6.0', '6.0']] or \
         lines[2:4] == [['∂f/∂A', '-3.0', '3.0'], ['-6.0', '6.0']]
+
+
+@pytest.mark.parametrize('argv, message', [
+    (['eval', 'max(x[5:9])', 'x=[1, 2]'], 'x[5:9] is empty, of shape [0]: adgrad has no empty arrays'),
+    (['eval', 'A[1:, :]', 'A=[[1, 2]]', '--format', 'table'], 'is empty, of shape [0,2]'),
+    (['eval', '[[[[1]]]]'], 'an array literal of more than 3 axes'),
+    (['grad', 'sum(zeros(100000, 100000))'], 'zeros() of 10,000,000,000 entries'),
+    (['eval', 'sum(eye(1e9))'], 'eye() of 1,000,000,000,000,000,000 entries'),
+])
+def test_an_array_too_empty_or_too_large_is_one_line(run_cli, argv, message):
+    code, out, err = run_cli(*argv)
+    assert (code, out) == (2, '')
+    assert message in err.splitlines()[0] and 'internal error' not in err
+
+
+def test_logdet_of_a_singular_matrix_is_minus_inf_not_an_error(run_cli):
+    out = _json(run_cli, 'grad', 'logdet(M)', 'M=[[1, 2], [2, 4]]')
+    assert out['value'] == '-inf'
+    assert all(abs(v) == float('inf') for row in out['gradient']['M'] for v in
+               map(float, row))   # torch's: the cofactors over a zero determinant
+
+
+def test_nodes_in_json_with_a_scalar_input(run_cli):
+    out = _json(run_cli, 'grad', 'sum(x*w)', 'x=[1, 2]', 'w=1', '--nodes')
+    assert out['gradient'] == {'w': 3.0, 'x': [1.0, 1.0]}
+    assert [n['shape'] for n in out['nodes']][:2] == [[2], []]
+
+
+@pytest.mark.parametrize('header', ['x[0],x[00],x[1]', 'x[0],x[-1]', 'x[0],x[٣]'])
+def test_data_columns_of_entries_are_named_plainly(run_cli, tmp_path, header):
+    path = tmp_path / 'd.csv'
+    path.write_text(header + '\n1,2,3\n'[:len(header.split(',')) * 2 + 1] + '\n')
+    code, out, err = run_cli('eval', 'sum(x)', '--data', str(path))
+    assert (code, out) == (2, '')
+    assert 'no sign, no leading zero' in err
+
+
+def test_check_takes_each_entrys_own_step(run_cli, monkeypatch):
+    """At x = 1000 a step by the largest entry is too coarse for sin; by each
+    entry's own size, a 0.2% error in the rule is caught."""
+    argv = ('check', 'sum(sin(x))', 'x=[1000, 0.5]', '--json')
+    code, out, _ = run_cli(*argv)
+    assert code == 0 and {r['verdict'] for r in json.loads(out)} == {'pass'}
+    from autodiff_cli.core import passes
+    right = passes.RULES['sin']
+    monkeypatch.setitem(passes.RULES, 'sin', lambda k, g, o, a: (right(k, g, o, a)[0] * 1.002,))
+    assert run_cli(*argv)[0] == 1

@@ -82,6 +82,8 @@ CASES = [
     ('det(A)', dict(A=SPD), lambda A: T.linalg.det(A)),
     ('det(A)', dict(A=NEGATIVE), lambda A: T.linalg.det(A)),
     ('det(A)', dict(A=SINGULAR), lambda A: T.linalg.det(A)),
+    ('det(A)', dict(A=np.zeros((1, 1))), lambda A: T.linalg.det(A)),   # det' = 1 there
+    ('logdet(A) * 2', dict(A=np.array([[0.5]])), lambda A: T.logdet(A) * 2),
     ('logdet(A)', dict(A=SPD), lambda A: T.logdet(A)),
     ('logdet(A)', dict(A=NEGATIVE), lambda A: T.logdet(A)),
     ('inv(A)', dict(A=SPD), lambda A: T.linalg.inv(A)),

@@ -296,6 +296,8 @@ def det_vjp(k, g, out, a):
     # torch's linalg_det_backward: g det A^-T, which torch makes 0 where det
     # is exactly 0 (a singular matrix), not the cofactors.
     np = k.np
+    if np.shape(a) == (1, 1):   # det' = 1, singular or not
+        return (g * np.ones((1, 1)),)
     if out == 0:
         return (np.zeros(np.shape(a)),)
     return (np.linalg.solve(_t(np, a), g * out * np.eye(np.shape(a)[0])),)
@@ -307,7 +309,17 @@ def logdet_vjp(k, g, out, a):
     np = k.np
     if np.isnan(out):
         return (np.zeros(np.shape(a)),)
+    if out == -np.inf:   # singular: the cofactors over a zero determinant, inf as torch's
+        return (g * _t(np, _adjugate(np, a)) / np.linalg.det(a),)
     return (np.linalg.solve(_t(np, a), g * np.eye(np.shape(a)[0])),)
+
+
+def _adjugate(np, a):
+    """adj(A), which det(A) A^-1 is where A is invertible, from the SVD: exact
+    for a singular A too."""
+    u, s, vh = np.linalg.svd(a)
+    others = _others_product(np, s, 0) if s.size > 1 else np.ones(1)
+    return np.linalg.det(u) * np.linalg.det(vh) * (_t(np, vh) * others) @ _t(np, u)
 
 
 def inv_vjp(k, g, out, a):
@@ -403,6 +415,8 @@ def trace_jvp(k, tangents, out, a):
 
 def det_jvp(k, tangents, out, a):
     np = k.np
+    if np.shape(a) == (1, 1):
+        return np.sum(tangents[0])
     if out == 0:   # as det_vjp: torch's 0 at a singular matrix
         return np.zeros(())
     return out * np.trace(np.linalg.solve(a, tangents[0]))
@@ -412,6 +426,8 @@ def logdet_jvp(k, tangents, out, a):
     np = k.np
     if np.isnan(out):
         return np.zeros(())
+    if out == -np.inf:
+        return np.sum(_adjugate(np, a).T * tangents[0].T) / np.linalg.det(a)
     return np.trace(np.linalg.solve(a, tangents[0]))
 
 

@@ -572,7 +572,6 @@ ARRAYS = [
 ]
 
 PRIMITIVES = {row.name: row for row in OPERATORS + CALLABLE + INTERNAL + LOGIC + ARRAYS}
-PRIMITIVES = {row.name: row for row in OPERATORS + CALLABLE + INTERNAL + LOGIC + ARRAYS}
 
 # The functions a program may call, by name.
 FUNCTIONS = {row.name: row for row in CALLABLE + LOGIC[-2:-1]}

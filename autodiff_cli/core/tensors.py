@@ -157,7 +157,10 @@ def shapes(graph, inputs):
             if declared is not None:
                 check_declared(graph, node, declared, result[i], sizes)
         elif not node.args:
-            result[i] = shape_of(node.value) if op == 'const' else None
+            if op != 'const':   # a static argument: its value, not a shape
+                result[i] = None
+                continue
+            result[i] = shape_of(node.value)
         else:
             row = PRIMITIVES[op]
             given = [graph.nodes[a].value if result[a] is None else result[a] for a in node.args]
@@ -165,9 +168,14 @@ def shapes(graph, inputs):
                 result[i] = row.shape(*given) if row.shape else broadcast(*given)
             except ShapeError as error:
                 raise shape_error(graph, i, str(error), result) from None
-            if len(result[i]) > MAX_AXES:
-                raise AdgradError(f'{shown(result[i])} has {len(result[i])} axes; adgrad takes '
-                                  f'at most {MAX_AXES}', graph.source, _column(graph, i))
+        shape = result[i]
+        if len(shape) > MAX_AXES:
+            raise AdgradError(f'{shown(shape)} has {len(shape)} axes; adgrad takes at most '
+                              f'{MAX_AXES}', graph.source, _column(graph, i))
+        if 0 in shape:
+            raise AdgradError(f'{graph.text(i, 40) or graph.label(i)} is empty, of shape '
+                              f'{shown(shape)}: adgrad has no empty arrays', graph.source,
+                              _column(graph, i))
     return result
 
 

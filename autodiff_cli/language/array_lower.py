@@ -17,6 +17,8 @@ Keyword = namedtuple('Keyword', 'name start value')
 # Array functions: (op, how many array arguments, static parameters as
 # (name, default) in order; a default of REQUIRED must be given).
 REQUIRED = object()
+MAX_AXES = 3
+MAX_ENTRIES = 10_000_000   # of an array a program makes: 80 MB
 MANY = -1
 ARRAY_FUNCTIONS = {
     'sum': ('sum', 1, (('axis', None),)),
@@ -139,6 +141,9 @@ class ArrayLowering:
                     raise self.error(f'a ragged array literal: element {k + 1} has shape '
                                      f'{_shown(shape)}, element 1 {_shown(shapes[0])}',
                                      elements[k][0])
+            if len(shapes[0]) >= MAX_AXES:
+                raise self.error(f'an array literal of more than {MAX_AXES} axes: adgrad takes '
+                                 f'at most {MAX_AXES}', start)
             self.drop_tail({j ^ self.flip for j in ids})
             folded = np.array(values, dtype=np.float64)
             stack[-1] = (start, end, self.emit('const', (), (start, end), value=folded))
@@ -292,6 +297,13 @@ class ArrayLowering:
         if not 1 <= len(sizes) <= (2 if name == 'eye' else 3) or any(n <= 0 for n in sizes):
             raise self.error(f'{name}() takes {"1 or 2" if name == "eye" else "1 to 3"} '
                              'positive sizes', span[0])
+        entries = sizes[0] * (sizes[-1] if name == 'eye' else 1)
+        for n in sizes[1:] if name != 'eye' else ():
+            entries *= n
+        if entries > MAX_ENTRIES:
+            raise self.error(f'{name}() of {entries:,} entries: adgrad makes at most '
+                             f'{MAX_ENTRIES:,} in a program (bind a larger array with @FILE)',
+                             span[0])
         value = np.eye(*sizes) if name == 'eye' else getattr(np, name)(tuple(sizes))
         return self.emit('const', (), span, value=value)
 

@@ -7,6 +7,8 @@ or standard input, with the same errors. Memory is 8 bytes per row per column
 used, held at once, unlike `--points`, which streams.
 """
 
+import re
+
 from ..errors import UsageError
 from .input import Input
 from .formats import Format
@@ -46,12 +48,18 @@ def read_data(path, names, stdin=None):
     return _grouped(columns, names, path)
 
 
+_INDEX = re.compile(r'(?:0|[1-9][0-9]*)\]')   # ASCII digits: int() would take others
+
+
 def _variable(column, names):
     """The variable a column binds: its own name, or x for x[3]; else None."""
     if column in names:
         return column
     name, bracket, rest = column.partition('[')
-    if bracket and name in names and rest[:-1].isdigit() and rest.endswith(']'):
+    if bracket and name in names:
+        if not _INDEX.fullmatch(rest):
+            raise UsageError(f"a column named '{column}': the entries of '{name}' are named "
+                             f'{name}[0], {name}[1], … (no sign, no leading zero)')
         return name
     return None
 

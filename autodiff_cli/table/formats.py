@@ -67,6 +67,9 @@ def by_ending(path):
 def json_number(x):
     """A float for JSON: itself, or 'inf', '-inf', 'nan' as strings; an array, nested lists of them."""
     from ..core.numbers import number
-    if type(x) is not float and getattr(x, 'ndim', 0):   # an array: nested lists
-        return [json_number(v) for v in (x.tolist() if x.ndim == 1 else x)]
+    if type(x) is not float and hasattr(x, 'ndim'):   # NumPy's
+        if not x.ndim:
+            x = float(x)
+        else:   # an array: nested lists
+            return [json_number(v) for v in (x.tolist() if x.ndim == 1 else x)]
     return x if x - x == 0 else number(x)   # x - x is nan exactly for inf and nan
