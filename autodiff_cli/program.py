@@ -275,7 +275,7 @@ class Result:
     def _repr_html_(self):
         page = self.program.page(self.inputs)
         # A frame of its own: the page's styles and script stay out of the notebook's.
-        height = 360 + 40 * len(self.inputs) + _svg_height(page)
+        height = 240 + 40 * len(self.inputs) + _svg_height(page)
         return (f'<iframe srcdoc="{html.escape(page, quote=True)}" sandbox="allow-scripts" '
                 f'style="width: 100%; height: {height}px; border: none"></iframe>')
 
