@@ -14,7 +14,7 @@ starts from the program's own `input` defaults.
 
 import html
 
-from .errors import CheckFailed, UsageError
+from .errors import AdgradError, CheckFailed, UsageError
 from .table.bindings import input_values, lower_program, parse_bindings, where
 
 MODES = ('structure', 'forward', 'backward')
@@ -251,8 +251,8 @@ def _frame(graph, values, grads, step, rankdir, look, forward_steps):
 
 class Result:
     """One point's `value`, `gradient` ({name: ∂f/∂name}, None from eval),
-    `inputs` and `warnings`. Jupyter shows the picture of its passes
-    (`_repr_svg_`), or the interactive page (`_repr_html_`, in a frame)."""
+    `inputs` and `warnings`. Jupyter shows the interactive page (`_repr_html_`,
+    in a frame), or where the page cannot be made, the picture (`_repr_svg_`)."""
 
     def __init__(self, program, value, gradient, inputs, warnings):
         self.program, self.value, self.gradient = program, value, gradient
@@ -273,7 +273,10 @@ class Result:
         return self.picture()._repr_svg_()
 
     def _repr_html_(self):
-        page = self.program.page(self.inputs)
+        try:
+            page = self.program.page(self.inputs)
+        except AdgradError:   # an op the page cannot compute (erf): Jupyter shows the SVG
+            return None
         # A frame of its own: the page's styles and script stay out of the notebook's.
         height = 240 + 40 * len(self.inputs) + _svg_height(page)
         return (f'<iframe srcdoc="{html.escape(page, quote=True)}" sandbox="allow-scripts" '

@@ -140,6 +140,8 @@ def test_the_result_shows_the_interactive_page_in_a_frame():
     assert page == run_main(['render', 'x*y*z', 'x=2', 'y=3', 'z=4', '--format', 'html',
                              '-o', '-']).out
     assert '<svg' in page and 'x*y' in page
+    erf = Program('erf(x)').grad(x=1)              # the page cannot compute erf yet
+    assert erf._repr_html_() is None and '<svg' in erf._repr_svg_()
 
 
 @needs_dot
