@@ -18,6 +18,8 @@ from .errors import AdgradError, CheckFailed, UsageError
 from .table.bindings import input_values, lower_program, parse_bindings, where
 
 MODES = ('structure', 'forward', 'backward')
+MAX_NODES = 2000   # as render's --max-nodes: past it, dot is slow and the picture unreadable
+SPREAD = 5         # and its long edges may cost dot this many times as much (cli/render.py)
 
 
 class Program:
@@ -92,11 +94,12 @@ class Program:
 
     def render(self, point=None, /, *, mode=None, collapse=None, color='plain', products=False,
                rankdir=None, step=None, forward_steps=False, legend=True, font_scale=1.0,
-               size=None, **values):
+               size=None, max_nodes=MAX_NODES, **values):
         """`adgrad render`: the picture (pictures/render.py's Picture) that the
         command draws from the same options, laid out to fit a slide as it does.
         `mode` is render's --pass, or 'structure'; by default 'backward' when
-        every variable has a value, else 'structure'. `step=N` is frame N."""
+        every variable has a value, else 'structure'. `step=N` is frame N.
+        A picture of more than `max_nodes` nodes is refused, as --max-nodes does."""
         from .pictures.style import Look
         inputs, warnings = self._point(point, values)
         if mode not in (None, *MODES):
@@ -108,7 +111,12 @@ class Program:
         if rankdir not in (None, 'LR', 'TB'):
             raise UsageError(f"rankdir must be None, 'LR' or 'TB', not {rankdir!r}")
         missing = [name for name in self.graph.inputs if name not in inputs]
+        if not (isinstance(max_nodes, int) and max_nodes >= 1):
+            raise UsageError(f'max_nodes must be a positive whole number, not {max_nodes!r}')
         if step is not None:
+            if len(self.graph.nodes) > max_nodes:
+                raise UsageError(f'the graph has {len(self.graph.nodes)} nodes, more than '
+                                 f'max_nodes={max_nodes}: raise it to draw its steps')
             if collapse:
                 raise UsageError('collapse draws a whole call as one node, and the steps go '
                                  'node by node inside it: use one or the other')
@@ -129,7 +137,7 @@ class Program:
         if step is not None:
             picture = _frame(self.graph, values_, grads, step, rankdir, look, forward_steps)
         else:
-            picture = _whole(self.graph, values_, grads, mode, rankdir, look, collapse)
+            picture = _whole(self.graph, values_, grads, mode, rankdir, look, collapse, max_nodes)
         picture.warnings = warnings
         return picture
 
@@ -222,16 +230,24 @@ def _text(name, value):
                          "as 'pi/4'") from None
 
 
-def _whole(graph, values, grads, mode, rankdir, look, collapse):
-    """The whole picture, as render's command line draws it (cli/render._picture)."""
+def _whole(graph, values, grads, mode, rankdir, look, collapse, max_nodes):
+    """The whole picture, as render's command line draws it (cli/render._picture),
+    refused past max_nodes drawn nodes or SPREAD times as many to lay out."""
     from .pictures.dot import FIT_NODES, fitted
     from .pictures.render import drawing, styled
     from .pictures.style import layout_size
     drawn = drawing(graph, values, grads, collapse, look)
+    size = layout_size(drawn)
+    if len(drawn.items) > max_nodes or size > SPREAD * max_nodes:
+        hint = "collapse='blocks', " if drawn.blocks else ''
+        raise UsageError(f'the picture has {len(drawn.items)} nodes ({size} to lay out with '
+                         f'its long edges), more than max_nodes={max_nodes} allows: dot would '
+                         f'be slow and the picture unreadable. Try {hint}a smaller graph, or '
+                         'raise max_nodes')
 
     def draw(direction, dressed):
         return styled(drawn, mode, direction, None, dressed)
-    if look.size is None and layout_size(drawn) <= FIT_NODES:
+    if look.size is None and size <= FIT_NODES:
         return fitted(draw, look, rankdir)
     return draw(rankdir or 'LR', look)
 

@@ -103,6 +103,11 @@ def test_check_passes_a_true_derivative_and_fails_a_false_declared_one():
     (lambda: Program('x').diff(lang='fortran'), 'lang must be one of'),
     (lambda: Program('x*y').render(x=1, y=2, step=9), 'steps 1 to'),
     (lambda: Program(3), 'a program is text'),
+    (lambda: Program('x').render(x=1).data('gif'), "fmt must be 'svg'"),
+    (lambda: Program(' + '.join(f'x{i}' for i in range(30))).render(max_nodes=50),
+     'the picture has 59 nodes'),
+    (lambda: Program(' + '.join(f'x{i}' for i in range(30))).render(step=1, max_nodes=50),
+     'the graph has 59 nodes'),
 ])
 def test_bad_input_raises_adgrad_error(call, message):
     with pytest.raises(AdgradError, match=re.escape(message)):

@@ -11,6 +11,7 @@ Jupyter asks for the picture; the CLI writes files. Node ids in the DOT text
 are `n0, n1, ...` from the tape, so the same input gives byte-identical DOT.
 """
 
+from ..errors import AdgradError
 from .collapse import collapse as collapse_blocks
 from .fold import fold
 from .health import diagnose
@@ -36,7 +37,7 @@ class Picture:
         laid out by Graphviz's dot (AdgradError where it is missing)."""
         from .dot import PNG_DPI, run_dot
         if fmt not in ('svg', 'png', 'pdf', 'dot'):
-            raise ValueError("fmt must be 'svg', 'png', 'pdf' or 'dot'")
+            raise AdgradError(f"fmt must be 'svg', 'png', 'pdf' or 'dot', not {fmt!r}")
         digraph = self.digraph
         if fmt == 'png':
             digraph = digraph.copy()   # the picture itself stays as drawn
