@@ -141,14 +141,18 @@ class Program:
         picture.warnings = warnings
         return picture
 
-    def page(self, point=None, /, *, color='plain', rankdir='LR', **values):
-        """`adgrad render --format html`: the interactive page, as text."""
+    def page(self, point=None, /, *, color='plain', rankdir='LR', max_nodes=MAX_NODES, **values):
+        """`adgrad render --format html`: the interactive page, as text (a node
+        per tape entry: refused past `max_nodes`, as the command refuses it)."""
         from .core.passes import require_inputs
         from .pictures.dot import run_dot
         from .pictures.page import interactive_page
         from .pictures.style import Look
         inputs, _ = self._point(point, values)
         require_inputs(self.graph, inputs)
+        if len(self.graph.nodes) > max_nodes:
+            raise UsageError(f'the graph has {len(self.graph.nodes)} nodes, more than '
+                             f'max_nodes={max_nodes}: raise it to make its page')
         return interactive_page(self.graph, inputs, look=Look(color=color), rankdir=rankdir,
                                 layout=lambda digraph: run_dot(digraph, 'svg')).decode('utf-8')
 

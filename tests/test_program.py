@@ -108,6 +108,7 @@ def test_check_passes_a_true_derivative_and_fails_a_false_declared_one():
      'the picture has 59 nodes'),
     (lambda: Program(' + '.join(f'x{i}' for i in range(30))).render(step=1, max_nodes=50),
      'the graph has 59 nodes'),
+    (lambda: Program('x + y').page(x=1, y=2, max_nodes=2), 'the graph has 3 nodes'),
 ])
 def test_bad_input_raises_adgrad_error(call, message):
     with pytest.raises(AdgradError, match=re.escape(message)):
