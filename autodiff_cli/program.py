@@ -110,6 +110,12 @@ class Program:
             raise UsageError(f"color must be 'plain' or 'magnitude', not {color!r}")
         if rankdir not in (None, 'LR', 'TB'):
             raise UsageError(f"rankdir must be None, 'LR' or 'TB', not {rankdir!r}")
+        if not (isinstance(font_scale, (int, float)) and 0.25 <= font_scale <= 8):
+            raise UsageError(f'font_scale must be a number from 0.25 to 8, not {font_scale!r}')
+        if size is not None and not (isinstance(size, (tuple, list)) and len(size) == 2 and all(
+                isinstance(n, (int, float)) and 0.5 <= n <= 1000 for n in size)):
+            raise UsageError(f'size must be (width, height) in inches, such as (13.3, 7.5), '
+                             f'not {size!r}')
         missing = [name for name in self.graph.inputs if name not in inputs]
         if not (isinstance(max_nodes, int) and max_nodes >= 1):
             raise UsageError(f'max_nodes must be a positive whole number, not {max_nodes!r}')

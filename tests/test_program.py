@@ -109,6 +109,8 @@ def test_check_passes_a_true_derivative_and_fails_a_false_declared_one():
     (lambda: Program(' + '.join(f'x{i}' for i in range(30))).render(step=1, max_nodes=50),
      'the graph has 59 nodes'),
     (lambda: Program('x + y').page(x=1, y=2, max_nodes=2), 'the graph has 3 nodes'),
+    (lambda: Program('x').render(x=1, font_scale=20), 'font_scale must be a number'),
+    (lambda: Program('x').render(x=1, size=13), 'size must be (width, height)'),
 ])
 def test_bad_input_raises_adgrad_error(call, message):
     with pytest.raises(AdgradError, match=re.escape(message)):
