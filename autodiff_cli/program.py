@@ -6,10 +6,11 @@ eval, grad, hessian, render, diff and check. Each returns an object or text
 and does no I/O; only a picture runs Graphviz's `dot` (pictures/dot.py), when
 Jupyter asks for it. Errors are AdgradError, as the commands' are.
 
-Values are keyword arguments, a number or text the command line would read
-(`x=2`, `x='pi/4'`), or a dict before them for names that are also options
-(`render({'color': 1}, color='magnitude')`). Bindings are not kept: each call
-starts from the program's own `input` defaults.
+Values are keyword arguments: a number, a NumPy array or nested lists, or
+text the command line would read (`x=2`, `x='pi/4'`); a dict before them
+holds names that are also options (`render({'color': 1}, color='magnitude')`). Bindings are not kept: each call
+starts from the program's own `input` defaults. Array programs take eval and
+grad, as the commands do so far; the other methods refuse them.
 """
 
 import html
@@ -59,6 +60,7 @@ class Program:
         from .derive.hessian import hessian
         names = self._names(wrt, 'differentiate')
         inputs, _ = self._point(point, values)
+        self._numbers_only(inputs, 'Program.hessian')
         require_inputs(self.graph, inputs)
         return [list(map(float, row)) for row in hessian(self.graph, inputs, names)]
 
@@ -71,6 +73,7 @@ class Program:
         if not (isinstance(order, int) and order >= 1):
             raise UsageError(f'order must be a positive whole number, not {order!r}')
         names = self._names(wrt, 'differentiate')
+        self._numbers_only(None, 'Program.diff')
         if order > 1 and len(names) != 1:
             raise UsageError(f'order={order} differentiates with respect to one variable: '
                              "give it as wrt='x'")
@@ -85,6 +88,7 @@ class Program:
             raise UsageError(f'order must be 1 or 2, not {order!r}')
         names = self._names(wrt, 'check')
         inputs, warnings = self._point(point, values)
+        self._numbers_only(inputs, 'Program.check')
         rows = check_gradient(self.graph, inputs, names)
         if order == 2:
             rows += check_hessian(self.graph, inputs, names)
@@ -102,6 +106,7 @@ class Program:
         A picture of more than `max_nodes` nodes is refused, as --max-nodes does."""
         from .pictures.style import Look
         inputs, warnings = self._point(point, values)
+        self._numbers_only(inputs, 'Program.render')
         if mode not in (None, *MODES):
             raise UsageError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
         if collapse not in (None, 'blocks'):
@@ -155,6 +160,7 @@ class Program:
         from .pictures.page import interactive_page
         from .pictures.style import Look
         inputs, _ = self._point(point, values)
+        self._numbers_only(inputs, 'Program.page')
         require_inputs(self.graph, inputs)
         if len(self.graph.nodes) > max_nodes:
             raise UsageError(f'the graph has {len(self.graph.nodes)} nodes, more than '
@@ -163,7 +169,11 @@ class Program:
                                 layout=lambda digraph: run_dot(digraph, 'svg')).decode('utf-8')
 
     def _repr_svg_(self):
-        """In Jupyter, a Program shows what `adgrad render` draws of it unbound."""
+        """In Jupyter, a Program shows what `adgrad render` draws of it unbound
+        (an array program, no picture so far: its text)."""
+        from .core.tensors import is_array_program
+        if is_array_program(self.graph, self.graph.defaults):
+            return None
         return self.render()._repr_svg_()
 
     # ---- as every command reads its values ----
@@ -174,14 +184,22 @@ class Program:
         given = dict(point or {}, **values) if point is None or isinstance(point, dict) else None
         if given is None:
             raise UsageError(f'values are a dict or keywords, not {type(point).__name__}')
-        words = []
+        words, arrays = [], {}
         for name, value in given.items():
             if not (isinstance(name, str) and name.isascii() and name.isidentifier()):
                 raise UsageError(f'bad binding {name!r}: a name is a variable, such as x')
+            if isinstance(value, str) and value.startswith('@'):
+                raise UsageError(f"{name}='{value}' reads a file: load it yourself (numpy.load) "
+                                 'and give the array')
+            array = _array(name, value)
+            if array is not None:   # the name's rules are read as for any binding; the value is kept
+                arrays[name] = array
+                value = 0.0
             words.append(f'{name}={_text(name, value)}')
+        bindings = parse_bindings(words, self.graph)
+        bindings.update(arrays)
         warnings = []
-        inputs = input_values(self.graph, parse_bindings(words, self.graph), warnings.append)
-        return inputs, warnings
+        return input_values(self.graph, bindings, warnings.append), warnings
 
     def _names(self, wrt, what=None):
         """wrt's variables (a list, or 'x,y'), else every variable sorted by name."""
@@ -211,8 +229,11 @@ class Program:
         return values, backward(self.graph, values) if mode == 'backward' else None
 
     def _result(self, point, values, names, strict):
+        from .core.tensors import is_array_program
         from .errors import numerical
         inputs, warnings = self._point(point, values)
+        if is_array_program(self.graph, inputs):
+            return self._array_result(inputs, names, strict, warnings)
         mode = 'forward' if names is None else 'backward'
         node_values, grads = self._passes(inputs, mode, warnings, strict)
         gradient = None
@@ -226,6 +247,60 @@ class Program:
                       {n: inputs[n] for n in sorted(self.graph.inputs)}, warnings)
 
 
+    def _array_result(self, inputs, names, strict, warnings):
+        """eval and grad of an array program, as cli/arrays.py computes them:
+        values and gradients in their own shapes, a 0-d one as a float."""
+        from .core import tensors
+        from .errors import numerical
+        values = tensors.evaluate(self.graph, inputs)
+        bad = tensors.first_nonfinite(values)
+        if bad is not None:
+            numerical(f'{where(self.graph, bad)} is not finite, the first non-finite value',
+                      strict, warnings.append)
+        value = values[self.graph.output]
+        gradient = None
+        if names is not None:
+            if value.ndim:
+                raise UsageError(f'grad needs a scalar output, and this one has shape '
+                                 f'{tensors.shown(value.shape)}: take sum(...) or mean(...) '
+                                 'of it')
+            grads = tensors.gradients(self.graph, values)
+            gradient = {name: _plain(grads[self.graph.inputs[name]]) for name in names}
+            infinite = [n for n, g in gradient.items() if not tensors.is_finite(g)]
+            if infinite:
+                numerical(f'the gradient ∂f/∂{infinite[0]} is not finite', strict,
+                          warnings.append)
+        return Result(self, _plain(value), gradient,
+                      {n: _plain(inputs[n]) for n in sorted(self.graph.inputs)}, warnings,
+                      arrays=True)
+
+    def _numbers_only(self, inputs, what):
+        """Refuse an array program where the command refuses it (cli/common.refuse_arrays)."""
+        from .core.tensors import is_array_program
+        if is_array_program(self.graph, inputs):
+            raise UsageError(f'{what} takes programs of numbers only, not of arrays, so far: '
+                             'eval and grad take arrays')
+
+
+def _plain(value):
+    """A 0-d array as the float it is."""
+    return float(value) if getattr(value, 'ndim', 1) == 0 else value
+
+
+def _array(name, value):
+    """A list, tuple or NumPy array of numbers as a float64 array (one of 0
+    axes stays a number), else None; AdgradError if its entries are not numbers."""
+    if not (isinstance(value, (list, tuple)) or hasattr(value, '__array__')):
+        return None
+    import numpy as np
+    try:
+        array = np.array(value, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
+        raise UsageError(f'bad binding {name}: an array holds numbers, in rows of one '
+                         'length') from None
+    return None if array.ndim == 0 else array
+
+
 def _text(name, value):
     """A value as the command line's NAME=VALUE text: a number exactly (repr
     reads back to the same float), or text such as 'pi/4' as it is."""
@@ -234,7 +309,7 @@ def _text(name, value):
     try:
         if isinstance(value, bool):
             raise TypeError
-        return repr(float(value))
+        return repr(float(value))   # a NumPy number or a 0-d array too
     except (TypeError, ValueError, OverflowError):
         raise UsageError(f"bad binding {name}={value!r}: a value is a number, or text such "
                          "as 'pi/4'") from None
@@ -280,9 +355,9 @@ class Result:
     `inputs` and `warnings`. Jupyter shows the interactive page (`_repr_html_`,
     in a frame), or where the page cannot be made, the picture (`_repr_svg_`)."""
 
-    def __init__(self, program, value, gradient, inputs, warnings):
+    def __init__(self, program, value, gradient, inputs, warnings, arrays=False):
         self.program, self.value, self.gradient = program, value, gradient
-        self.inputs, self.warnings = inputs, warnings
+        self.inputs, self.warnings, self._arrays = inputs, warnings, arrays
 
     def __repr__(self):
         shown = f'value={self.value!r}'
@@ -296,9 +371,13 @@ class Result:
         return self.program.render(self.inputs, **dict(dict(mode=mode), **options))
 
     def _repr_svg_(self):
+        if self._arrays:   # pictures take numbers only, so far: Jupyter shows the text
+            return None
         return self.picture()._repr_svg_()
 
     def _repr_html_(self):
+        if self._arrays:
+            return None
         try:
             page = self.program.page(self.inputs)
         except AdgradError:   # an op the page cannot compute (erf): Jupyter shows the SVG

@@ -3,7 +3,8 @@
 The numbers are derived by hand: x*y*z at (2, 3, 4) is 24 with gradient
 (y*z, x*z, x*y) = (12, 8, 6) and Hessian [[0, z, y], [z, 0, x], [y, x, 0]];
 sin(x)*y at (pi/6, 2) is 1 with gradient (y*cos(x), sin(x)) = (sqrt(3), 1/2);
-the tutorial's blocks, z = x^2 + 1 at x = 2, is 5 with dz/dx = 2x = 4.
+the tutorial's blocks, z = x^2 + 1 at x = 2, is 5 with dz/dx = 2x = 4;
+sum((A@x - b)^2) has the gradient (2 r x^T, 2 A^T r, -2 r) with r = A@x - b.
 """
 
 import html
@@ -12,6 +13,7 @@ import re
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from autodiff_cli import AdgradError, Program
@@ -90,11 +92,33 @@ def test_check_passes_a_true_derivative_and_fails_a_false_declared_one():
     assert [row.ad for row in second.rows[3:]] == [0, 4, 3, 4, 0, 2, 3, 2, 0]
 
 
+def test_arrays_are_given_as_python_values_or_as_text():
+    A, x, b = np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([1.0, -1.0]), np.array([0.5, 2.0])
+    r = A @ x - b                                            # [-1.5, -3]
+    program = Program('sum((A @ x - b)^2)')
+    result = program.grad(A=A, x=[1, -1], b='[0.5, 2]')
+    assert result.value == float(r @ r) == 11.25
+    assert set(result.gradient) == {'A', 'b', 'x'}
+    assert np.array_equal(result.gradient['A'], 2 * np.outer(r, x))   # [[-3, 3], [-6, 6]]
+    assert np.array_equal(result.gradient['x'], 2 * A.T @ r)          # [-21, -30]
+    assert np.array_equal(result.gradient['b'], -2 * r)               # [3, 6]
+    assert np.array_equal(Program('[[1, 2], [3, 4]] @ x').eval(x=(1, -1)).value, [-1, -1])
+    assert result._repr_svg_() is None and result._repr_html_() is None   # no picture, so far
+    assert Program('x*y').grad(x=np.float64(2), y=np.array(3.0)).gradient == {'x': 3.0, 'y': 2.0}
+
+
 @pytest.mark.parametrize('call, message', [
+    (lambda: Program('sum(A)').grad(A=[[1, 2], [3]]), 'an array holds numbers'),
+    (lambda: Program('2*x').grad(x='@w.npy'), 'reads a file'),
+    (lambda: Program('[1, 2]*x').grad(x=1), 'grad needs a scalar output'),
+    (lambda: Program('sum(x)').diff(), 'Program.diff takes programs of numbers only'),
+    (lambda: Program('sum(x)').check(x=[1, 2]), 'Program.check takes programs of numbers'),
+    (lambda: Program('sum(x)').render(x=[1, 2]), 'Program.render takes programs of numbers'),
+
     (lambda: Program('x +'), 'unexpected end of input'),
     (lambda: Program('sinn(x)'), "did you mean 'sin'"),
     (lambda: Program('x*y').grad(x=1), "no value for 'y'"),
-    (lambda: Program('x').grad(x=[1, 2]), 'bad binding x=[1, 2]'),
+    (lambda: Program('x').grad(x={'a': 1}), "bad binding x={'a': 1}"),
     (lambda: Program('x').grad(x='y'), "'y' is a variable"),
     (lambda: Program('x*e').grad(e=1, x=1), "cannot bind the constant 'e'"),
     (lambda: Program('x').grad(x=1, wrt='q'), "'q' is not a variable"),
