@@ -9,8 +9,8 @@ Jupyter asks for it. Errors are AdgradError, as the commands' are.
 Values are keyword arguments: a number, a NumPy array or nested lists, or
 text the command line would read (`x=2`, `x='pi/4'`); a dict before them
 holds names that are also options (`render({'color': 1}, color='magnitude')`). Bindings are not kept: each call
-starts from the program's own `input` defaults. Array programs take eval and
-grad, as the commands do so far; the other methods refuse them.
+starts from the program's own `input` defaults. Array programs take eval,
+grad and check, as the commands do so far; the other methods refuse them.
 """
 
 import html
@@ -86,12 +86,18 @@ class Program:
         from .derive.check import check_gradient, check_hessian
         if order not in (1, 2):
             raise UsageError(f'order must be 1 or 2, not {order!r}')
+        from .core.tensors import is_array_program
         names = self._names(wrt, 'check')
         inputs, warnings = self._point(point, values)
-        self._numbers_only(inputs, 'Program.check')
-        rows = check_gradient(self.graph, inputs, names)
-        if order == 2:
-            rows += check_hessian(self.graph, inputs, names)
+        if is_array_program(self.graph, inputs):   # along random directions, as check does
+            from .derive.array_check import check_arrays
+            if order == 2:
+                self._numbers_only(inputs, 'Program.check with order=2')
+            rows = check_arrays(self.graph, inputs, names)
+        else:
+            rows = check_gradient(self.graph, inputs, names)
+            if order == 2:
+                rows += check_hessian(self.graph, inputs, names)
         warnings += [f'∂f/∂{row.what}: finite differences cannot be trusted ({row.reason})'
                      for row in rows if row.verdict == 'warn']
         return Check(rows, warnings)
@@ -264,7 +270,7 @@ class Program:
                 raise UsageError(f'grad needs a scalar output, and this one has shape '
                                  f'{tensors.shown(value.shape)}: take sum(...) or mean(...) '
                                  'of it')
-            grads = tensors.gradients(self.graph, values)
+            grads = tensors.gradients(self.graph, values, wrt=names)
             gradient = {name: _plain(grads[self.graph.inputs[name]]) for name in names}
             infinite = [n for n, g in gradient.items() if not tensors.is_finite(g)]
             if infinite:

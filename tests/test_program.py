@@ -8,6 +8,7 @@ sum((A@x - b)^2) has the gradient (2 r x^T, 2 A^T r, -2 r) with r = A@x - b.
 """
 
 import html
+import json
 import math
 import re
 import shutil
@@ -104,6 +105,14 @@ def test_arrays_are_given_as_python_values_or_as_text():
     assert np.array_equal(result.gradient['b'], -2 * r)               # [3, 6]
     assert np.array_equal(Program('[[1, 2], [3, 4]] @ x').eval(x=(1, -1)).value, [-1, -1])
     assert result._repr_svg_() is None and result._repr_html_() is None   # no picture, so far
+    checked = program.check(A=A, x=x, b=b)
+    assert checked.ok and [(row.what, row.ad) for row in checked.rows[:4]] == \
+        [('A[0,0]', -3.0), ('A[0,1]', 3.0), ('A[1,0]', -6.0), ('A[1,1]', 6.0)]   # 2 r x^T
+    cli = run_main(['check', 'sum((A @ x - b)^2)', 'A=[[1, 2], [3, 4]]', 'x=[1, -1]',
+                    'b=[0.5, 2]', '--json'])
+    assert [row.ad for row in checked.rows] == [row['ad'] for row in json.loads(cli.out)]
+    wrong = Program('f(x) = x^2; grad f(x) = 3*x; sum(f(x))').check(x=[1, 2])
+    assert not wrong.ok
     assert Program('x*y').grad(x=np.float64(2), y=np.array(3.0)).gradient == {'x': 3.0, 'y': 2.0}
 
 
@@ -112,7 +121,7 @@ def test_arrays_are_given_as_python_values_or_as_text():
     (lambda: Program('2*x').grad(x='@w.npy'), 'reads a file'),
     (lambda: Program('[1, 2]*x').grad(x=1), 'grad needs a scalar output'),
     (lambda: Program('sum(x)').diff(), 'Program.diff takes programs of numbers only'),
-    (lambda: Program('sum(x)').check(x=[1, 2]), 'Program.check takes programs of numbers'),
+    (lambda: Program('sum(x)').check(x=[1, 2], order=2), 'Program.check with order=2 takes'),
     (lambda: Program('sum(x)').render(x=[1, 2]), 'Program.render takes programs of numbers'),
 
     (lambda: Program('x +'), 'unexpected end of input'),
