@@ -16,6 +16,7 @@ _HOMES = {
     'AdgradError': 'errors', 'NumericalError': 'errors',
     'backward': 'core.passes', 'forward': 'core.passes',
     'constant': 'language.lower', 'lower': 'language.lower',
+    'Program': 'program',
 }
 __all__ = sorted(_HOMES)
 

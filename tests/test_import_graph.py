@@ -109,3 +109,15 @@ def test_the_rows_pipeline_imports_nothing_of_the_command_line():
                            if t == 'autodiff_cli.cli' or t.startswith('autodiff_cli.cli.'))
               for name, path in known.items() if name.startswith('autodiff_cli.table')}
     assert len(upward) > 5 and {n: t for n, t in upward.items() if t} == {}
+
+
+def test_the_library_below_the_command_line_imports_none_of_it():
+    """Program, and every layer under it, reach the commands' loading through
+    table/bindings.py, never through cli/: not one import of cli/, anywhere."""
+    known = modules()
+    upward = {name: sorted(t for t in imported(name, path, known)
+                           if t == 'autodiff_cli.cli' or t.startswith('autodiff_cli.cli.'))
+              for name, path in known.items()
+              if not name.startswith('autodiff_cli.cli')
+              and name not in ('autodiff_cli', 'autodiff_cli.__main__')}
+    assert 'autodiff_cli.program' in upward and {n: t for n, t in upward.items() if t} == {}

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given, strategies as st
 
-from autodiff_cli.cli import common
+
+from autodiff_cli.table import bindings
 from autodiff_cli.language import parse, shipped_table
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -205,7 +206,7 @@ def test_the_exit_after_a_reader_left_or_a_full_disk():
 
 # ---- bindings are read without compiling a pattern ----
 
-_FLOAT = re.compile(common._FLOAT, re.I)
+_FLOAT = re.compile(bindings._FLOAT, re.I)
 
 
 @pytest.mark.parametrize('text, is_number', [
@@ -214,10 +215,10 @@ _FLOAT = re.compile(common._FLOAT, re.I)
     *[(t, False) for t in ('.', '-', 'e5', '1e', '1e5.0', '0x10', '1_000', 'infinit', 'nan(1)',
                            '1.5j', '1 2', 'pi', '2*x')],
     # other scripts' digits: the pattern's \d takes them, and float() reads them
-    # (cli/common.py keeps this for bindings; program text takes ASCII only)
+    # (table/bindings.py keeps this for bindings; program text takes ASCII only)
     ('٣', True), ('٣.٥', True)])
 def test_a_number_is_what_the_pattern_reads(text, is_number):
-    assert common._is_number(text) is is_number
+    assert bindings._is_number(text) is is_number
     assert bool(_FLOAT.fullmatch(text)) is is_number
 
 
@@ -246,4 +247,4 @@ _NUMBER_LIKE = st.builds(lambda *parts: ''.join(parts), st.sampled_from(['', '+'
                                        max_size=12)))
 def test_a_number_is_what_float_reads_whatever_the_text(text):
     text = text.strip()
-    assert common._is_number(text) == _float_reads(text)
+    assert bindings._is_number(text) == _float_reads(text)

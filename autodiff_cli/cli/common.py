@@ -7,12 +7,8 @@ import re
 import sys
 
 from ..errors import AdgradError, UsageError, first_line, numerical  # noqa: F401 - shared
-from ..table.bindings import input_values, where  # noqa: F401 - shared
+from ..table.bindings import input_values, lower_program, parse_bindings, where  # noqa: F401 - shared
 
-# Patterns as text, compiled (by re's cache) only for a value that needs one:
-# compiling them costs more than the rest of reading x=2 y=3 (see _is_number).
-_FLOAT = r'[+-]?((\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|inf|infinity|nan)'
-_STATEMENT = r'(?<![<>=!])=(?!=)|;'   # x=y=2, x=1;2: a program, not a value
 
 
 class Exit(enum.IntEnum):
@@ -73,7 +69,8 @@ def read_program(args, stdin=None):
 
 def load(args, env):
     """The program's graph and its command-line bindings: where every command
-    starts, so that bindings, constants and notes behave alike in all of them."""
+    starts, so that bindings, constants and notes behave alike in all of them
+    (and in the library's Program, through the same table.bindings)."""
     graph, words = load_program(args, env)
     return graph, parse_bindings(words, graph)
 
@@ -82,61 +79,10 @@ def load_program(args, env):
     """The program's graph and the words after it, unread. What lowering noted
     (a constant bound as a variable, numbers bound where inputs were meant)
     goes to stderr."""
-    from ..language.lower import lower
     source, words = read_program(args, env.stdin)
-    graph = lower(source)
+    graph = lower_program(source, lambda note: env.say(f'adgrad: note: {note}'))
     env.keep(graph)
-    for note in graph.notes:
-        env.say(f'adgrad: note: {note}')
     return graph, words
-
-
-def parse_bindings(words, graph=None):
-    """{name: value} from NAME=VALUE words: a number, a constant expression,
-    an array literal, or @FILE for an array in a file. `pi` and `e` can be
-    bound only where the program made them its own variables."""
-    from ..language.lower import constant
-    from ..core.primitives import CONSTANTS
-    bindings = {}
-    for word in words:
-        name, equals, text = word.partition('=')
-        if not (equals and name.isascii() and name.isidentifier()):   # [A-Za-z_][A-Za-z0-9_]*
-            raise UsageError(f"bad binding '{word}': write NAME=VALUE, such as x=2 or x=pi/4")
-        if not text.strip():
-            raise UsageError(f"bad binding '{word}': no value after '='")
-        if ('=' in text or ';' in text) and re.search(_STATEMENT, text):
-            raise UsageError(f"bad binding '{word}': the value must be one expression, "
-                             'such as x=2 or x=pi/4')
-        if name in CONSTANTS and (graph is None or name not in graph.inputs):
-            raise UsageError(f"cannot bind the constant '{name}'")
-        if name in bindings:
-            raise UsageError(f"'{name}' is bound twice")
-        if _is_number(text.strip()):
-            bindings[name] = float(text)  # fast and exact; also inf and nan, for probing edges
-            continue
-        if text.startswith('@'):   # W=@w.npy: an array from a file
-            from ..table.array_files import read_array
-            bindings[name] = read_array(text[1:])
-            continue
-        try:
-            bindings[name] = constant(text)
-        except AdgradError as error:
-            raise AdgradError(f'in {name}=: {error.message}', text, error.pos) from None
-    return bindings
-
-
-def _is_number(text):
-    """Whether text (stripped) is a decimal number, inf, infinity or nan, as
-    _FLOAT spells them. For ASCII text without '_', that is exactly what
-    float() reads; other text (digits of other scripts, 1_000) takes the
-    pattern."""
-    if text.isascii() and '_' not in text:
-        try:
-            float(text)
-        except ValueError:
-            return False
-        return True
-    return re.fullmatch(_FLOAT, text, re.I) is not None
 
 
 def refuse_arrays(graph, bindings, what):

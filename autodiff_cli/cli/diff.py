@@ -51,8 +51,7 @@ def variables(graph, wrt, what='differentiate'):
 
 
 def run(args, env):
-    from ..derive import printers
-    from ..derive.record import differentiate, nth_derivative
+    from ..derive.printers import derivative_text
 
     graph, words = load_program(args, env)
     refuse_arrays(graph, None, 'adgrad diff and its options')
@@ -60,21 +59,8 @@ def run(args, env):
         raise UsageError(f"diff prints a formula and takes no values ('{words[0]}'); "
                          'to evaluate it, pipe it to adgrad eval')
     names = variables(graph, args.wrt)
-    code = args.lang in ('numpy', 'c')
-    if args.order > 1:
-        if len(names) != 1:
-            raise UsageError(f'--order {args.order} differentiates with respect to one variable: '
-                             'give it with --wrt X')
-        derivative = nth_derivative(graph, names[0], args.order, with_value=code)
-    else:
-        derivative = differentiate(graph, names, with_value=code)
-    if args.lang == 'adgrad':
-        text = printers.adgrad_text(derivative, args.order, graph.defaults)
-    elif args.lang == 'latex':
-        text = printers.latex_text(derivative, args.order)
-    elif args.lang == 'numpy':
-        text = printers.numpy_text(derivative)
-    else:
-        text = printers.c_text(derivative)
-    env.stdout.write(text)
+    if args.order > 1 and len(names) != 1:
+        raise UsageError(f'--order {args.order} differentiates with respect to one variable: '
+                         'give it with --wrt X')
+    env.stdout.write(derivative_text(graph, names, args.order, args.lang))
     return Exit.OK

@@ -12,9 +12,12 @@ import io
 import math
 import os
 import re
+import shutil
 import stat
 
-from ..errors import AdgradError, UsageError
+from ..errors import UsageError
+from ..pictures import dot as _dot
+from ..pictures.dot import FIT_NODES, PNG_DPI, TALLEST
 from .common import Exit, input_values, load, refuse_arrays, report_nonfinite
 from ..table.files import Output, cannot as _cannot
 
@@ -33,13 +36,10 @@ SPREAD = 5
 MAX_STEP_NODES = 60
 # A backstop, should the estimate be wrong: dot is stopped after this long,
 # scaled up with a raised --max-nodes.
-DOT_SECONDS = 60
-PNG_DPI = '144'
+DOT_SECONDS = _dot.DOT_SECONDS
 FRAME_FILE = re.compile(r'step-\d{3,}\.(svg|png|pdf)')
 
-INSTALL_GRAPHVIZ = ("Graphviz's dot program was not found: install Graphviz "
-                    '(apt install graphviz, brew install graphviz, or conda install graphviz), '
-                    'or use --format dot or --format text, which need no dot')
+INSTALL_GRAPHVIZ = _dot.INSTALL + ', or use --format dot or --format text, which need no dot'
 
 
 # ---- what to draw ----
@@ -187,7 +187,7 @@ def _picture(graph, values, grads, mode, args, look, fmt, collapse, warn):
     if fmt in LAYOUT_FORMATS and len(graph.nodes) > FOLDS * limit:   # too large to walk
         _check_size(graph, limit, f'--format {fmt}')
     # Drawn once (collapsed, folded, coloured: a walk of the whole tape), then
-    # styled for each layout _fitted tries, which change only the style.
+    # styled for each layout dot.fitted tries, which change only the style.
     drawn = drawing(graph, values, grads if mode == 'backward' else None, collapse, look)
     if fmt in LAYOUT_FORMATS:
         # What is drawn, after --collapse and folding long chains, is what
@@ -197,7 +197,7 @@ def _picture(graph, values, grads, mode, args, look, fmt, collapse, warn):
     def draw(rankdir, look):
         return styled(drawn, mode, rankdir, None, look)
     if fmt in LAYOUT_FORMATS and look.size is None and size <= FIT_NODES:
-        picture = _fitted(draw, look, args.rankdir, args.max_nodes)
+        picture = _dot.fitted(draw, look, args.rankdir)
     else:
         picture = draw(args.rankdir or 'LR', look)
     if fmt == 'png' and size <= LARGE:
@@ -211,49 +211,6 @@ def _picture(graph, values, grads, mode, args, look, fmt, collapse, warn):
 
 
 FOLDS = 20        # a graph this many times --max-nodes is refused before it is drawn
-FIT_SECONDS = 10  # dot's time for each way of drawing a picture that _fitted() tries
-TALLEST = 3       # a picture that fits a slide's width may be this many times as tall
-FIT_NODES = 150   # up to this layout size, dot is fast enough to be asked more than once
-
-
-def _fitted(draw, look, rankdir, max_nodes):
-    """The picture that fits a slide's width, measured rather than guessed.
-    In order: as drawn; wrapped onto rows; top to bottom, unless --rankdir
-    was given; folded into strips (style.strips), narrower if dot drew them
-    wider than style's estimate. The first that is a slide wide and at most
-    TALLEST times as tall as wide; if none is, the one that needs the least
-    shrinking to fit a slide (a tangle of a random expression folded into a
-    strip a hundred inches tall fits the width, and helps no one)."""
-    from ..pictures.layout import picture_size
-    from ..pictures.style import SLIDE_HEIGHT, SLIDE_WIDTH
-    direction = rankdir or 'LR'
-    tries = [(direction, look._replace(width=None), False),
-             (direction, look._replace(fold=False), True)]
-    if rankdir is None:
-        tries.append(('TB', look._replace(width=None), False))
-    tries.append((direction, look._replace(fold=True), True))
-    best, seen = None, set()
-    while tries and len(seen) < 6:
-        direction, dressed, again = tries.pop(0)
-        picture = draw(direction, dressed)
-        if picture.source in seen:
-            continue
-        seen.add(picture.source)
-        try:
-            measured = picture_size(_layout(picture.digraph, 'svg', max_nodes, FIT_SECONDS),
-                                    'svg')
-        except AdgradError:   # dot failed or was slow on this way of drawing it: the next
-            continue
-        width, height = measured[:2] if measured else (0.0, 0.0)
-        if width <= SLIDE_WIDTH and height <= TALLEST * max(width, SLIDE_HEIGHT):
-            return picture
-        shrink = max(width / SLIDE_WIDTH, height / SLIDE_HEIGHT)
-        if best is None or shrink < best[0]:
-            best = (shrink, picture)
-        if again and width > SLIDE_WIDTH:   # once more, narrower by what dot overshot
-            narrower = dressed.width * SLIDE_WIDTH / width * 0.97
-            tries.insert(0, (direction, dressed._replace(width=narrower), False))
-    return best[1] if best is not None else draw(rankdir or 'LR', look)
 
 
 def _check_viewable(data, fmt, crisp=True, has_blocks=False, warn=None, turned=False):
@@ -358,33 +315,14 @@ def _check_size(graph, limit, what, spread=SPREAD, scene=None):
 
 # ---- running dot ----
 
-def _layout(digraph, fmt, max_nodes=None, seconds=None):
-    """The picture's bytes: DOT text as is, or what dot makes of it.
-
-    dot runs here rather than through graphviz's pipe() so that it can be
-    stopped: a layout the size estimate got wrong must not hang the command.
-    """
-    import shutil
-    import subprocess
-
-    if fmt == 'dot':
-        return digraph.source.encode('utf-8')
-    program = shutil.which('dot')
-    if program is None:
+def _layout(digraph, fmt, max_nodes=None):
+    """The picture's bytes (pictures/dot.py), with dot's time limit scaled up
+    with a raised --max-nodes, and the command line's ways out in the messages."""
+    if fmt != 'dot' and shutil.which('dot') is None:
         raise UsageError(INSTALL_GRAPHVIZ)
-    seconds = seconds or DOT_SECONDS * max(1, (max_nodes or MAX_NODES) / MAX_NODES)
-    try:
-        done = subprocess.run([program, f'-T{fmt}'], input=digraph.source.encode('utf-8'),
-                              capture_output=True, timeout=seconds)
-    except subprocess.TimeoutExpired:
-        raise AdgradError(f'dot did not finish in {seconds:.0f} s and was stopped; write '
-                          '--format dot and lay it out yourself, or draw a smaller graph') from None
-    except OSError as error:
-        raise AdgradError(f'cannot run {program}: {error.strerror}') from None
-    if done.returncode != 0:
-        detail = done.stderr.decode('utf-8', 'replace').strip().splitlines()
-        raise AdgradError('dot failed' + (f': {detail[0]}' if detail else ''))
-    return done.stdout
+    seconds = DOT_SECONDS * max(1, (max_nodes or MAX_NODES) / MAX_NODES)
+    return _dot.run_dot(digraph, fmt, seconds, ways_out='; write --format dot and lay it out '
+                                                        'yourself, or draw a smaller graph')
 
 
 def _step_files(graph, values, grads, args, look, fmt='svg'):
@@ -426,8 +364,6 @@ def _step_files(graph, values, grads, args, look, fmt='svg'):
 def _text(graph, values, grads, mode, terminal):
     """A rich table of the nodes, then the chain rule one node at a time, as bytes:
     coloured and as wide as the terminal if `terminal`, else plain and 120 wide."""
-    import shutil
-
     from rich.console import Console
     from rich.table import Table
 

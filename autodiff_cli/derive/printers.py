@@ -491,3 +491,22 @@ def _helpers_used(derivative, helpers):
         ops.add('and')                                         # a product of comparisons
     return [op for op in helpers if op in ops]
 
+
+
+LANGUAGES = ('adgrad', 'numpy', 'c', 'latex')
+
+
+def derivative_text(graph, names, order=1, lang='adgrad'):
+    """`adgrad diff`'s text: the derivative of `graph` with respect to `names`
+    (one name for order > 1), printed in `lang`, one of LANGUAGES."""
+    from .record import differentiate, nth_derivative
+    code = lang in ('numpy', 'c')
+    if order > 1:
+        derivative = nth_derivative(graph, names[0], order, with_value=code)
+    else:
+        derivative = differentiate(graph, names, with_value=code)
+    if lang == 'adgrad':
+        return adgrad_text(derivative, order, graph.defaults)
+    if lang == 'latex':
+        return latex_text(derivative, order)
+    return numpy_text(derivative) if lang == 'numpy' else c_text(derivative)

@@ -11,24 +11,41 @@ Jupyter asks for the picture; the CLI writes files. Node ids in the DOT text
 are `n0, n1, ...` from the tape, so the same input gives byte-identical DOT.
 """
 
+from ..errors import AdgradError
 from .collapse import collapse as collapse_blocks
 from .fold import fold
 from .health import diagnose
 from .scene import scene
 from .style import RANKDIRS, Look, style
 
-class Picture:
-    """A drawn graph: `.digraph` and `.source` (DOT); Jupyter shows it through `_repr_svg_`."""
 
-    def __init__(self, digraph):
+class Picture:
+    """A drawn graph: `.digraph` and `.source` (DOT); Jupyter shows it through
+    `_repr_svg_`, and `data(fmt)` is its bytes as `render -o` writes them.
+    `warnings` holds what the command would have warned of while drawing it."""
+
+    def __init__(self, digraph, warnings=()):
         self.digraph = digraph
+        self.warnings = list(warnings)
 
     @property
     def source(self):
         return self.digraph.source
 
+    def data(self, fmt='svg'):
+        """The picture as 'svg', 'png' (at a slide's dpi), 'pdf' or 'dot' bytes,
+        laid out by Graphviz's dot (AdgradError where it is missing)."""
+        from .dot import PNG_DPI, run_dot
+        if fmt not in ('svg', 'png', 'pdf', 'dot'):
+            raise AdgradError(f"fmt must be 'svg', 'png', 'pdf' or 'dot', not {fmt!r}")
+        digraph = self.digraph
+        if fmt == 'png':
+            digraph = digraph.copy()   # the picture itself stays as drawn
+            digraph.attr(dpi=PNG_DPI)
+        return run_dot(digraph, fmt)
+
     def _repr_svg_(self):
-        return self.digraph.pipe(format='svg', encoding='utf-8')
+        return self.data('svg').decode('utf-8')
 
 
 def render(graph, values=None, grads=None, mode=None, rankdir='LR', frame=None,

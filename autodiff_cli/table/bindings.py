@@ -2,7 +2,14 @@
 how a node is named in a message: shared by single points and batches, and
 apart from computations.py so that a single point's start-up does not load it."""
 
-from ..errors import UsageError
+import re
+
+from ..errors import AdgradError, UsageError
+
+# Patterns as text, compiled (by re's cache) only for a value that needs one:
+# compiling them costs more than the rest of reading x=2 y=3 (see _is_number).
+_FLOAT = r'[+-]?((\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|inf|infinity|nan)'
+_STATEMENT = r'(?<![<>=!])=(?!=)|;'   # x=y=2, x=1;2: a program, not a value
 
 
 def input_values(graph, bindings, warn):
@@ -20,3 +27,65 @@ def input_values(graph, bindings, warn):
 
 def where(graph, i):
     return f'{graph.text(i, 60) or graph.label(i)} (node {i})'
+
+
+# ---- reading a program and its bindings: every command, and Program ----
+
+def lower_program(source, note):
+    """The program's graph; `note(text)` is called with each thing lowering
+    noted (a constant bound as a variable, numbers bound where inputs were meant)."""
+    from ..language.lower import lower
+    graph = lower(source)
+    for text in graph.notes:
+        note(text)
+    return graph
+
+
+def parse_bindings(words, graph=None):
+    """{name: value} from NAME=VALUE words: a number, a constant expression,
+    an array literal, or @FILE for an array in a file. `pi` and `e` can be
+    bound only where the program made them its own variables."""
+    from ..language.lower import constant
+    from ..core.primitives import CONSTANTS
+    bindings = {}
+    for word in words:
+        name, equals, text = word.partition('=')
+        if not (equals and name.isascii() and name.isidentifier()):   # [A-Za-z_][A-Za-z0-9_]*
+            raise UsageError(f"bad binding '{word}': write NAME=VALUE, such as x=2 or x=pi/4")
+        if not text.strip():
+            raise UsageError(f"bad binding '{word}': no value after '='")
+        if ('=' in text or ';' in text) and re.search(_STATEMENT, text):
+            raise UsageError(f"bad binding '{word}': the value must be one expression, "
+                             'such as x=2 or x=pi/4')
+        if name in CONSTANTS and (graph is None or name not in graph.inputs):
+            raise UsageError(f"cannot bind the constant '{name}'")
+        if name in bindings:
+            raise UsageError(f"'{name}' is bound twice")
+        if _is_number(text.strip()):
+            bindings[name] = float(text)  # fast and exact; also inf and nan, for probing edges
+            continue
+        if text.startswith('@'):   # W=@w.npy: an array from a file
+            from .array_files import read_array
+            bindings[name] = read_array(text[1:])
+            continue
+        try:
+            bindings[name] = constant(text)
+        except AdgradError as error:
+            raise AdgradError(f'in {name}=: {error.message}', text, error.pos) from None
+    return bindings
+
+
+def _is_number(text):
+    """Whether text (stripped) is a decimal number, inf, infinity or nan, as
+    _FLOAT spells them. For ASCII text without '_', that is exactly what
+    float() reads; other text (digits of other scripts, 1_000) takes the
+    pattern."""
+    if text.isascii() and '_' not in text:
+        try:
+            float(text)
+        except ValueError:
+            return False
+        return True
+    return re.fullmatch(_FLOAT, text, re.I) is not None
+
+

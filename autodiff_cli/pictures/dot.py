@@ -1,0 +1,83 @@
+"""Running Graphviz's `dot`, and choosing the way of drawing that fits a slide.
+
+The one place the pictures run a program: `dot` reads DOT text on its stdin and
+writes the picture's bytes to its stdout; nothing is read or written on disk.
+`render`'s command line and the library's Program (program.py) both lay out
+through here, so the same program gives them the same picture.
+"""
+
+from ..errors import AdgradError
+
+DOT_SECONDS = 60   # a backstop should a size estimate be wrong: dot is stopped after this long
+FIT_SECONDS = 10   # dot's time for each way of drawing a picture that fitted() tries
+TALLEST = 3        # a picture that fits a slide's width may be this many times as tall
+FIT_NODES = 150    # up to this layout size, dot is fast enough to be asked more than once
+PNG_DPI = '144'    # crisp on slides and high-density screens
+
+INSTALL = ("Graphviz's dot program was not found: install Graphviz "
+           '(apt install graphviz, brew install graphviz, or conda install graphviz)')
+
+
+def run_dot(digraph, fmt, seconds=DOT_SECONDS, ways_out=None):
+    """The picture's bytes: DOT text as is for 'dot', else what `dot -Tfmt` makes
+    of it. AdgradError if dot is missing, fails, or runs past `seconds`;
+    `ways_out` (', or use --format dot') ends the messages that need a way on."""
+    import shutil
+    import subprocess
+
+    if fmt == 'dot':
+        return digraph.source.encode('utf-8')
+    program = shutil.which('dot')
+    if program is None:
+        raise AdgradError(INSTALL + (ways_out or ''))
+    try:
+        done = subprocess.run([program, f'-T{fmt}'], input=digraph.source.encode('utf-8'),
+                              capture_output=True, timeout=seconds)
+    except subprocess.TimeoutExpired:
+        raise AdgradError(f'dot did not finish in {seconds:.0f} s and was stopped'
+                          + (ways_out or '; draw a smaller graph')) from None
+    except OSError as error:
+        raise AdgradError(f'cannot run {program}: {error.strerror}') from None
+    if done.returncode != 0:
+        detail = done.stderr.decode('utf-8', 'replace').strip().splitlines()
+        raise AdgradError('dot failed' + (f': {detail[0]}' if detail else ''))
+    return done.stdout
+
+
+def fitted(draw, look, rankdir=None, seconds=FIT_SECONDS):
+    """The picture that fits a slide's width, measured rather than guessed.
+    `draw(rankdir, look)` styles one scene. In order: as drawn; wrapped onto
+    rows; top to bottom, unless `rankdir` was given; folded into strips
+    (style.strips), narrower if dot drew them wider than style's estimate.
+    The first that is a slide wide and at most TALLEST times as tall as wide;
+    if none is, the one that needs the least shrinking to fit a slide (a
+    tangle folded into a strip a hundred inches tall helps no one)."""
+    from .layout import picture_size
+    from .style import SLIDE_HEIGHT, SLIDE_WIDTH
+    direction = rankdir or 'LR'
+    tries = [(direction, look._replace(width=None), False),
+             (direction, look._replace(fold=False), True)]
+    if rankdir is None:
+        tries.append(('TB', look._replace(width=None), False))
+    tries.append((direction, look._replace(fold=True), True))
+    best, seen = None, set()
+    while tries and len(seen) < 6:
+        direction, dressed, again = tries.pop(0)
+        picture = draw(direction, dressed)
+        if picture.source in seen:
+            continue
+        seen.add(picture.source)
+        try:
+            measured = picture_size(run_dot(picture.digraph, 'svg', seconds), 'svg')
+        except AdgradError:   # dot failed or was slow on this way of drawing it: the next
+            continue
+        width, height = measured[:2] if measured else (0.0, 0.0)
+        if width <= SLIDE_WIDTH and height <= TALLEST * max(width, SLIDE_HEIGHT):
+            return picture
+        shrink = max(width / SLIDE_WIDTH, height / SLIDE_HEIGHT)
+        if best is None or shrink < best[0]:
+            best = (shrink, picture)
+        if again and width > SLIDE_WIDTH:   # once more, narrower by what dot overshot
+            narrower = dressed.width * SLIDE_WIDTH / width * 0.97
+            tries.insert(0, (direction, dressed._replace(width=narrower), False))
+    return best[1] if best is not None else draw(rankdir or 'LR', look)
