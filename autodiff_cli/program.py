@@ -86,7 +86,7 @@ class Program:
         from .derive.check import check_gradient, check_hessian
         if order not in (1, 2):
             raise UsageError(f'order must be 1 or 2, not {order!r}')
-        from .core.tensors import is_array_program
+        from .core.graph import is_array_program
         names = self._names(wrt, 'check')
         inputs, warnings = self._point(point, values)
         if is_array_program(self.graph, inputs):   # along random directions, as check does
@@ -177,7 +177,7 @@ class Program:
     def _repr_svg_(self):
         """In Jupyter, a Program shows what `adgrad render` draws of it unbound
         (an array program, no picture so far: its text)."""
-        from .core.tensors import is_array_program
+        from .core.graph import is_array_program
         if is_array_program(self.graph, self.graph.defaults):
             return None
         return self.render()._repr_svg_()
@@ -235,7 +235,7 @@ class Program:
         return values, backward(self.graph, values) if mode == 'backward' else None
 
     def _result(self, point, values, names, strict):
-        from .core.tensors import is_array_program
+        from .core.graph import is_array_program
         from .errors import numerical
         inputs, warnings = self._point(point, values)
         if is_array_program(self.graph, inputs):
@@ -282,7 +282,7 @@ class Program:
 
     def _numbers_only(self, inputs, what):
         """Refuse an array program where the command refuses it (cli/common.refuse_arrays)."""
-        from .core.tensors import is_array_program
+        from .core.graph import is_array_program
         if is_array_program(self.graph, inputs):
             raise UsageError(f'{what} takes programs of numbers only, not of arrays, so far: '
                              'eval and grad take arrays')

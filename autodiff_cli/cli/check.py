@@ -53,7 +53,7 @@ def run(args, env):
     graph, bindings = load(args, env)
     names = variables(graph, args.wrt, 'check')
     verdicts = CheckVerdicts(graph, names, args.order)
-    from ..core.tensors import is_array_program
+    from ..core.graph import is_array_program
     if is_array_program(graph, bindings):
         refuse_arrays(graph, bindings, '--order 2 and --points of adgrad check'
                       if args.order == 2 or args.points is not None else None)

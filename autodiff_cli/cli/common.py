@@ -88,7 +88,7 @@ def load_program(args, env):
 def refuse_arrays(graph, bindings, what):
     """A usage error for an array program where `what` takes numbers only, so
     far (None: nothing is refused)."""
-    from ..core.tensors import is_array_program
+    from ..core.graph import is_array_program
     if what is not None and is_array_program(graph, bindings):
         raise UsageError(f'{what} take programs of numbers only, not of arrays, so far: '
                          'eval and grad take arrays at one point')

@@ -110,7 +110,7 @@ def run(args, env):
             raise UsageError('--tangent is a direction for forward mode: add --mode forward')
         from .arrays import run_tangent
         return run_tangent(args, graph, inputs, env)
-    from ..core.tensors import is_array_program
+    from ..core.graph import is_array_program
     if is_array_program(graph, inputs):
         from .arrays import run_arrays
         return run_arrays(args, graph, inputs, names, env, data)

@@ -168,3 +168,10 @@ def _text(source, node, limit, heads, tails, plain=False):
     if limit is not None and len(text) > limit:
         return text[:limit // 2] + '…' + text[-(limit - limit // 2 - 1):]
     return text
+
+
+def is_array_program(graph, inputs=None):
+    """Whether the program has arrays (lowering says so in graph.shapes), or
+    a value given for one of its inputs is one."""
+    return graph.shapes is not None or inputs is not None and any(
+        getattr(v, 'ndim', 0) for v in inputs.values())

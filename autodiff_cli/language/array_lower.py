@@ -7,12 +7,16 @@ An array op's static argument becomes a 'static' node holding the plain
 value; a constant literal folds into one 'const' node holding its array.
 """
 
-from collections import namedtuple
-
 from ..core.graph import Graph
 
-# An argument written NAME=value: its name, where it starts, and its value.
-Keyword = namedtuple('Keyword', 'name start value')
+
+class Keyword:
+    """An argument written NAME=value: its name, where it starts, and its value.
+    (A plain class: a namedtuple is made by exec, which every start-up would pay for.)"""
+    __slots__ = ('name', 'start', 'value')
+
+    def __init__(self, name, start, value):
+        self.name, self.start, self.value = name, start, value
 
 # Array functions: (op, how many array arguments, static parameters as
 # (name, default) in order; a default of REQUIRED must be given).
@@ -308,7 +312,12 @@ class ArrayLowering:
         return self.emit('const', (), span, value=value)
 
 
-_Slice = namedtuple('_Slice', 'start bounds')
+class _Slice:
+    """A subscript start:stop:step, where it starts, and its three bounds (None if left out)."""
+    __slots__ = ('start', 'bounds')
+
+    def __init__(self, start, bounds):
+        self.start, self.bounds = start, bounds
 
 
 def _shown(shape):

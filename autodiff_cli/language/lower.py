@@ -59,15 +59,15 @@ def lower(source):
 
 
 def constant(source):
-    """The value of a constant expression such as `pi/4`."""
-    from ..core import tensors
+    """The value of a constant expression such as `pi/4`, or an array literal."""
     from ..core.passes import forward
     graph = lower(source)
     if graph.inputs:
         name = next(iter(graph.inputs))
         raise AdgradError("a value must be a number or a constant expression such as pi/4; "
                           f"'{name}' is a variable")
-    if tensors.is_array_program(graph):
+    if graph.shapes is not None:   # an array literal, or an array function
+        from ..core import tensors
         value = tensors.evaluate(graph, {})[graph.output]
         return value if value.ndim else float(value)
     return forward(graph, {})[graph.output]
@@ -370,9 +370,11 @@ class Lowering(ArrayLowering):
                  for node in self.nodes[first:]]
         branches = [shifted(b, -first) for b in self.branches if b.node >= first]
         graph = Graph(nodes, node_id - first, {}, {}, self.source, tuple(branches))
-        from ..core import tensors
-        value = forward(graph, {}, tensors.algebra() if tensors.has_arrays(nodes)
-                        else NUMBERS)[node_id - first]
+        algebra = NUMBERS
+        if self.shapes is not None:   # the program has arrays: the default may be one
+            from ..core import tensors
+            algebra = tensors.algebra() if tensors.has_arrays(nodes) else NUMBERS
+        value = forward(graph, {}, algebra)[node_id - first]
         del self.nodes[first:]
         self.branches = [b for b in self.branches if b.node < first]
         return value
