@@ -22,7 +22,7 @@ class Keyword:
 # (name, default) in order; a default of REQUIRED must be given).
 REQUIRED = object()
 MAX_AXES = 3
-MAX_ENTRIES = 10_000_000   # of an array a program makes: 80 MB
+MAX_ENTRIES = 10_000_000   # entries of an array that a program makes itself (eye, zeros, ones)
 MANY = -1
 ARRAY_FUNCTIONS = {
     'sum': ('sum', 1, (('axis', None),)),
