@@ -163,10 +163,10 @@ def run_tangent(args, graph, inputs, env):
     """grad --mode forward --tangent: the value and the Jacobian-vector product
     along the given direction, by one forward pass."""
     from ..core import tensors
+    from ..core.passes import check_names
     from ..derive import jacobian
     from ..table.formats import json_number
     from .common import parse_bindings
-    from ..core.passes import check_names
     directions = parse_bindings(args.tangent, graph)
     check_names(graph, list(directions))
     values = tensors.evaluate(graph, inputs)

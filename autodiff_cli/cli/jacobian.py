@@ -38,7 +38,7 @@ def run(args, env):
     names = wrt_names(graph, args.wrt)
     inputs = input_values(graph, bindings, env.warn)
     values = tensors.evaluate(graph, inputs)
-    if tensors.first_nonfinite(values) is not None:
+    if not tensors.is_finite(values[graph.output]):   # (an untaken side of an if may be)
         numerical('the value is not finite everywhere', args.strict, env.warn)
     if not names:
         raise UsageError('the expression has no variables to differentiate with respect to')
@@ -47,6 +47,7 @@ def run(args, env):
     value = _plain(values[graph.output])
     if Format(args.format) is Format.JSON:
         import json
+
         from ..table.formats import json_number
         env.stdout.write(json.dumps({'value': json_number(value), 'mode': mode,
                                      'jacobian': {n: json_number(_plain(j))

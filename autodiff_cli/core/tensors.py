@@ -10,8 +10,8 @@ NumPy is imported only on this path.
 """
 
 from ..errors import AdgradError
-from .graph import is_array_program  # noqa: F401 - where the library has looked for it
 from .array_rules import Deferred, ShapeError, broadcast, shown
+from .graph import is_array_program  # noqa: F401 - where the library has looked for it
 from .primitives import PRIMITIVES, TENSOR
 
 MAX_AXES = 3   # vectors, matrices, and stacks of matrices (a layer per slice)
@@ -196,14 +196,18 @@ def shape_error(graph, i, message, result):
     node = graph.nodes[i]
     described = [_describe(graph, a, result[a]) for a in node.args]
     if message.startswith('sizes'):   # from broadcast: say what was being done
-        verb = _VERBS.get(node.op, f'combine {{0}} and {{1}} in {node.op}')
+        every = ', '.join(f'{{{k}}}' for k in range(len(node.args) - 1)) + f' and {{{len(node.args) - 1}}}'
+        verb = _VERBS.get(node.op, f'combine {every} in {node.op}')
         message = f'cannot {verb}: {message}'
     return AdgradError(message.format(*described, *[''] * 3), graph.source, _column(graph, i))
 
 
 def _describe(graph, a, shape):
+    """W[2,3] for a name, as the language declares it; else 'x > 0' of shape [2]."""
     text = graph.text(a, 30) or graph.label(a)
-    return f'{text}{shown(shape)}' if shape else f'{text} (a scalar)'
+    if not shape:
+        return f'{text} (a scalar)'
+    return f'{text}{shown(shape)}' if text.isidentifier() else f"'{text}' of shape {shown(shape)}"
 
 
 def _column(graph, i):

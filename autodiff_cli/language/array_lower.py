@@ -87,8 +87,10 @@ class ArrayLowering:
                  for j in order]
         from ..core import tensors
         from ..core.passes import forward
-        result = forward(Graph(nodes, place[node_id], {}, {}, self.source), {},
-                         tensors.algebra())[place[node_id]]
+        k = tensors.algebra()
+        with k.np.errstate(all='ignore'):   # IEEE results: 1/0 is inf, as everywhere
+            result = forward(Graph(nodes, place[node_id], {}, {}, self.source), {}, k)[
+                place[node_id]]
         self.drop_tail({j ^ self.flip for j in needed if (j < 0) == (self.flip == -1)})
         return result
 

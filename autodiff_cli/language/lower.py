@@ -23,7 +23,7 @@ from operator import itemgetter
 
 from ..core.branches import shifted
 from ..core.graph import Branch, Graph, Node
-from ..core.primitives import CONSTANTS, FUNCTIONS, LOGIC, NUMBERS
+from ..core.primitives import CONSTANTS, FUNCTIONS, LOGIC
 from ..errors import AdgradError, did_you_mean
 from .array_lower import ARRAY_NAMES, REDUCING, ArrayLowering, Keyword
 from .copier import LARGEST, WARM, copier
@@ -56,6 +56,11 @@ def lower(source):
     lowering = Lowering(source)
     parse(source, lowering)
     return lowering.graph()
+
+
+def _tensors():
+    from ..core import tensors  # only for a program with arrays: it is NumPy's path
+    return tensors
 
 
 def constant(source):
@@ -370,11 +375,10 @@ class Lowering(ArrayLowering):
                  for node in self.nodes[first:]]
         branches = [shifted(b, -first) for b in self.branches if b.node >= first]
         graph = Graph(nodes, node_id - first, {}, {}, self.source, tuple(branches))
-        algebra = NUMBERS
-        if self.shapes is not None:   # the program has arrays: the default may be one
-            from ..core import tensors
-            algebra = tensors.algebra() if tensors.has_arrays(nodes) else NUMBERS
-        value = forward(graph, {}, algebra)[node_id - first]
+        if self.shapes is not None and _tensors().has_arrays(nodes):   # an array default
+            value = _tensors().evaluate(graph, {})[node_id - first]
+        else:
+            value = forward(graph, {})[node_id - first]
         del self.nodes[first:]
         self.branches = [b for b in self.branches if b.node < first]
         return value

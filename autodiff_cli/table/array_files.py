@@ -26,8 +26,11 @@ def read_array(path):
                 value = _numbers(json.load(f), path)
         elif suffix in ('csv', 'tsv', 'txt'):
             delimiter = '\t' if suffix == 'tsv' else ','
-            value = np.loadtxt(path, delimiter=delimiter, dtype=np.float64, ndmin=2,
-                               encoding='utf-8')
+            import warnings
+            with warnings.catch_warnings():   # an empty file: the size check below says so
+                warnings.simplefilter('ignore', UserWarning)
+                value = np.loadtxt(path, delimiter=delimiter, dtype=np.float64, ndmin=2,
+                                   encoding='utf-8')
             if 1 in value.shape:
                 value = value.ravel()
         else:

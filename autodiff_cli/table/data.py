@@ -10,8 +10,8 @@ used, held at once, unlike `--points`, which streams.
 import re
 
 from ..errors import UsageError
-from .input import Input
 from .formats import Format
+from .input import Input
 
 
 def read_data(path, names, stdin=None):
