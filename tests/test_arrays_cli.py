@@ -270,3 +270,13 @@ def test_check_takes_each_entrys_own_step(run_cli, monkeypatch):
     right = passes.RULES['sin']
     monkeypatch.setitem(passes.RULES, 'sin', lambda k, g, o, a: (right(k, g, o, a)[0] * 1.002,))
     assert run_cli(*argv)[0] == 1
+
+
+def test_jacobian_over_a_data_set(run_cli, tmp_path):
+    x, y = _data(40)
+    path = _write(tmp_path, 'csv', x, y)
+    out = _json(run_cli, 'jacobian', '[mean(w*x - y), mean((w*x - y)^2)]', '--data', str(path),
+                'w=0.5')
+    assert list(out['jacobian']) == ['w']   # the data's columns get none
+    assert out['jacobian']['w'] == pytest.approx([np.mean(x), np.mean(2 * (0.5 * x - y) * x)],
+                                                 rel=1e-13)

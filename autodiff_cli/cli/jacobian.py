@@ -4,7 +4,7 @@ reverse mode, whichever takes fewer passes."""
 
 from ..errors import UsageError
 from .common import Exit, input_values, load, numerical, wrt_names
-from .evaluate import add_input
+from .evaluate import add_input, bind_data
 from .output import Format, Result, write
 
 _EXAMPLES = """examples:
@@ -25,6 +25,9 @@ def add_arguments(parser, command):
     parser.add_argument('--mode', choices=('auto', 'forward', 'reverse'), default='auto',
                         help='forward (a pass per input entry), reverse (a pass per output '
                              'entry), or auto: whichever is fewer (default)')
+    parser.add_argument('--data', metavar='FILE',
+                        help="bind each column of FILE that names a variable as a vector of its "
+                             'rows, as grad --data does')
     parser.add_argument('--strict', action='store_true',
                         help='a non-finite value is an error (exit 1), not a warning')
 
@@ -36,6 +39,10 @@ def run(args, env):
         args.format = Format.TABLE if env.stdout_isatty else Format.PLAIN
     graph, bindings = load(args, env)
     names = wrt_names(graph, args.wrt)
+    if args.data is not None:
+        data = bind_data(args.data, graph, bindings, env)
+        if args.wrt is None:   # as grad: the parameters, not the data
+            names = [name for name in names if name not in data]
     inputs = input_values(graph, bindings, env.warn)
     values = tensors.evaluate(graph, inputs)
     if not tensors.is_finite(values[graph.output]):   # (an untaken side of an if may be)
