@@ -91,7 +91,8 @@ class Totals:
                 return
             total.add(float(np.sum(carry)))
         whole = len(column) - len(column) % BLOCK
-        # Row by row within a block, pairwise: the same sum as np.sum of it.
+        # A row of the reshaped array per block, summed pairwise: the bits np.sum
+        # gives that block alone, so a block carried across chunks sums alike.
         for x in column[:whole].reshape(-1, BLOCK).sum(axis=1).tolist():
             total.add(x)
         self.carry[k] = column[whole:].copy() if whole < len(column) else None
