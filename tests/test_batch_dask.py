@@ -392,35 +392,28 @@ def _one_file(path, rows):
 
 
 def test_mean_on_a_cluster_is_the_single_process_mean(tmp_path, scheduler):
-    """Files whose rows fill whole blocks (but the last): the blocks are the
-    single process's own, and the mean is the same to the bit; any split
-    agrees to rounding, and both with math.fsum over the whole column."""
+    """Each file summed exactly on its worker, the sums added exactly: the mean
+    is the single process's over the same rows to the bit, however the rows
+    are split into files, and math.fsum's over each whole column."""
     import json
     import math
-
-    from autodiff_cli.table.totals import BLOCK
     expr = 'x*y + sin(x)'   # by hand: d_x = y + cos(x), d_y = x
-    rows = _write_parts(tmp_path / 'even', (BLOCK, 2 * BLOCK, 300))
-    whole = _one_file(tmp_path / 'all.csv', rows)
-    spread = run_main(['grad', expr, '--points', str(tmp_path / 'even'), '--engine', 'dask',
-                       '--scheduler', scheduler, '--mean'])
-    single = run_main(['grad', expr, '--points', whole, '--mean'])
-    assert spread.code == single.code == 0 and spread.err == single.err == ''
-    assert spread.out == single.out and spread.out.startswith(f'rows,value,d_x,d_y\n{len(rows)},')
-    uneven = _write_parts(tmp_path / 'uneven', (1000, 5001, 77, 3))
-    got = json.loads(run_main(['grad', expr, '--points', str(tmp_path / 'uneven'),
-                               '--engine', 'dask', '--scheduler', scheduler, '--mean',
-                               '--json']).out)
-    mine = json.loads(run_main(['grad', expr, '--points', _one_file(tmp_path / 'u.csv', uneven),
-                                '--mean', '--json']).out)
-    points = [(float(x), float(y)) for x, y in uneven]
-    exact = {'value': math.fsum(x * y + math.sin(x) for x, y in points),
-             'd_x': math.fsum(y + math.cos(x) for x, y in points),
-             'd_y': math.fsum(x for x, _ in points)}
-    assert got['rows'] == mine['rows'] == len(points)
-    for name, total in exact.items():
-        assert got[name] == pytest.approx(mine[name], rel=1e-15, abs=1e-15)
-        assert got[name] == pytest.approx(total / len(points), rel=1e-14, abs=1e-14)
+    for k, sizes in enumerate([(4096, 8192, 300), (1000, 5001, 77, 3), (1,)]):
+        rows = _write_parts(tmp_path / f'parts{k}', sizes)
+        whole = _one_file(tmp_path / f'all{k}.csv', rows)
+        spread = run_main(['grad', expr, '--points', str(tmp_path / f'parts{k}'),
+                           '--engine', 'dask', '--scheduler', scheduler, '--mean'])
+        single = run_main(['grad', expr, '--points', whole, '--mean'])
+        assert spread.code == single.code == 0 and spread.err == single.err == ''
+        assert spread.out == single.out, sizes
+        got = json.loads(run_main(['grad', expr, '--points', whole, '--mean', '--json']).out)
+        points = [(float(x), float(y)) for x, y in rows]
+        exact = {'value': math.fsum(x * y + math.sin(x) for x, y in points),
+                 'd_x': math.fsum(y + math.cos(x) for x, y in points),
+                 'd_y': math.fsum(x for x, _ in points)}
+        assert got['rows'] == len(points)
+        for name, total in exact.items():
+            assert got[name] == pytest.approx(total / len(points), rel=1e-15, abs=1e-15)
 
 
 def test_sum_on_a_cluster_to_a_file_and_under_strict(tmp_path, scheduler):

@@ -13,7 +13,7 @@ from fractions import Fraction
 
 import pytest
 
-from autodiff_cli.table.totals import BLOCK, ExactSum, Totals
+from autodiff_cli.table.totals import SLICE, ExactSum, Totals
 
 from tests.helpers import run_main
 
@@ -112,7 +112,8 @@ def test_json_lines_from_standard_input():
 
 def test_sums_do_not_drift_where_a_naive_sum_does(tmp_path):
     """0.1 a hundred thousand times, then random numbers: the sum is math.fsum's
-    of the whole column to an ulp or two; a running sum is thousands off."""
+    of the whole column (the exact sum, rounded once); a running sum is thousands
+    of ulps off."""
     import random
     rng = random.Random(11)
     xs = [0.1] * 100_000 + [rng.uniform(0, 1) for _ in range(50_000)]
@@ -124,33 +125,27 @@ def test_sums_do_not_drift_where_a_naive_sum_does(tmp_path):
     assert abs(naive - exact) > 1000 * math.ulp(exact)   # the data makes a running sum drift
     run = run_main(['grad', 'x^2 + x', '--points', path, '--sum', '--format', 'json'])
     got = json.loads(run.out)
-    assert _close(got['value'], math.fsum(x * x + x for x in xs), 2)
-    assert _close(got['d_x'], math.fsum(2 * x + 1 for x in xs), 2)
+    assert got['value'] == math.fsum(x * x + x for x in xs)
+    assert got['d_x'] == math.fsum(2 * x + 1 for x in xs)
     mean = json.loads(run_main(['eval', 'x', '--points', path, '--mean', '--json']).out)
-    assert _close(mean['value'], exact / len(xs), 2)
+    assert mean['value'] == exact / len(xs)
 
 
-def test_block_sums_are_added_exactly_over_many_rows():
-    """10^7 rows of 0.1 in uneven chunks: the total is the exact sum of the
-    blocks' sums, rounded once (Fraction), and within 1e-15 of 10^6."""
+def test_the_total_is_exact_over_many_rows_in_any_chunks():
+    """10^7 rows of 0.1 in uneven chunks (some longer than a SLICE): exactly
+    10^7 times the float 0.1, rounded once (Fraction)."""
     import numpy as np
-    rows, sizes = 10_000_000, [65536, 1, 4095, 70001, 3]
-    totals, done, k = Totals(1), 0, 0
+    rows, sizes = 10_000_000, [SLICE + 7, 1, 4095, 70001, 3]
+    totals, done, k, naive = Totals(1), 0, 0, 0.0
     while done < rows:
         n = min(sizes[k % len(sizes)], rows - done)
         totals.write(range(n), [np.full(n, 0.1)])
+        naive += float(np.sum(np.full(n, 0.1)))
         done, k = done + n, k + 1
     totals.close()
-    block = float(np.sum(np.full(BLOCK, 0.1)))
-    rest = float(np.sum(np.full(rows % BLOCK, 0.1)))
-    exact = Fraction(block) * (rows // BLOCK) + Fraction(rest)
     (got,) = totals.result('sum')
-    assert totals.rows == rows and got == float(exact)
-    assert abs(got - 1e6) <= 1e-15 * 1e6
-    naive = 0.0
-    for _ in range(rows // BLOCK):
-        naive += block
-    assert naive + rest != got   # adding the blocks' sums one by one would drift
+    assert totals.rows == rows and got == float(Fraction(0.1) * rows)
+    assert naive != got   # the chunks' pairwise sums, added one by one, drift
 
 
 def test_an_exact_sum_keeps_every_bit():
@@ -162,6 +157,12 @@ def test_an_exact_sum_keeps_every_bit():
     for x in xs:
         total.add(x)
     assert total.total() == float(sum(map(Fraction, xs)))
+    import numpy as np
+    from autodiff_cli.table.totals import exact_terms
+    column = np.array(xs[:-4] + [5e-324, -2.5e-320, 1e-310, -0.0, 1.5e308, -1.5e308])
+    np.random.default_rng(3).shuffle(column)
+    terms = exact_terms(column)
+    assert len(terms) < 2 * 2048 and math.fsum(terms) == float(sum(map(Fraction, column.tolist())))
     opposite = ExactSum()
     for x in xs:
         opposite.add(-x)
@@ -179,16 +180,17 @@ def test_an_exact_sum_keeps_every_bit():
 
 
 def test_chunks_and_pipes_give_the_same_bytes(tmp_path, monkeypatch):
-    """Blocks are counted from the first row, not cut where a chunk ends: pairs
-    of 1e16-sized numbers that nearly cancel, on which any other grouping of
-    the rows gives another sum, sum alike from a file, a pipe and tiny chunks."""
+    """Pairs of 1e16-sized numbers that nearly cancel, on which a pairwise sum
+    is far off and any two groupings of the rows differ: the exact mean, from
+    a file, a pipe, tiny chunks and the Python reader alike."""
     import random
     rng = random.Random(8)
     xs = []
     for _ in range(10_000):
         big = rng.uniform(0, 1e16)
         xs += [big, rng.uniform(0, 1) - big]
-    text = 'x,y\n' + ''.join(f'{x!r},{rng.uniform(1, 2)!r}\n' for x in xs)
+    ys = [rng.uniform(1, 2) for _ in xs]
+    text = 'x,y\n' + ''.join(f'{x!r},{y!r}\n' for x, y in zip(xs, ys))
     path = _file(tmp_path, 'p.csv', text)
     whole = run_main(['grad', 'x*y', '--points', path, '--mean'])
     piped = run_main(['grad', 'x*y', '--points', '-', '--mean'], stdin=text.encode())
@@ -199,6 +201,10 @@ def test_chunks_and_pipes_give_the_same_bytes(tmp_path, monkeypatch):
     monkeypatch.setattr(sources, '_ARROW_BYTES', 1 << 40)   # the pure-Python reader
     pure = run_main(['grad', 'x*y', '--points', path, '--mean'])
     assert whole.code == 0 and whole.out == piped.out == chunked.out == pure.out
+    products = [Fraction(x * y) for x, y in zip(xs, ys)]   # each row's value, as it rounds
+    want = [len(xs), float(sum(products)) / len(xs), math.fsum(ys) / len(xs),
+            math.fsum(xs) / len(xs)]
+    assert whole.out == 'rows,value,d_x,d_y\n' + ','.join(map(repr, want)) + '\n'
 
 
 # ---- rows that are not finite, and none ----
@@ -209,7 +215,10 @@ def test_a_non_finite_row_makes_the_total_so_and_is_reported(tmp_path):
     assert run.code == 0
     (row,) = list(csv.DictReader(io.StringIO(run.out)))
     # log(0) = -inf in one row and nan in another: the value's sum is nan; d_x has 1/0 = inf
-    assert row['rows'] == '4' and row['value'] == 'nan' and row['d_y'] == '3.0'
+    assert row['rows'] == '4' and row['value'] == 'nan' and row['d_x'] == 'inf'
+    assert row['d_y'] == '3.0'
+    minus = run_main(['eval', 'log(x)', '--points', '-', '--sum'], stdin=b'x\n1\n0\n2\n')
+    assert minus.out == 'rows,value\n3,-inf\n'
     assert run.err == ('adgrad: warning: log(x) (node 3) is not finite in 2 of 4 rows, '
                        'the first node where that happens\n')
     strict = run_main(['grad', EXPR, '--points', path, '--mean', '--strict'])

@@ -1,12 +1,12 @@
 """The sum or the mean over every row of a batch's computed columns
-(--points FILE --sum, --mean): a writer that keeps a running total per
-column in place of the rows, and the one row it gives at the end.
+(--points FILE --sum, --mean): a writer that keeps an exact running total
+per column in place of the rows, and the one row it gives at the end.
 
-Each column is summed in blocks of BLOCK rows counted from the file's first
-row, by NumPy's pairwise sum, and the blocks' sums are added exactly
-(ExactSum), so the total neither drifts with the number of rows nor
-depends on where the reader cut its chunks. A Dask partition returns its
-Totals.partial(), which the client merges exactly.
+Each chunk's column is split, in NumPy, into a few dozen floats whose sum
+is exactly the column's (exact_terms), added to an ExactSum; the total is
+the exact sum of every row, rounded once. It does not drift with the rows,
+nor depend on the chunks, the order, or how Dask splits the files: a
+partition returns its Totals.partial(), which the client merges exactly.
 """
 
 import math
@@ -14,7 +14,8 @@ import math
 from .formats import Format
 from .registry import WRITERS
 
-BLOCK = 4096
+SLICE = 1 << 16   # rows split at once: their bins' sums stay exact (exact_terms)
+_HIGH = -(1 << 26)   # a float64's bits but the fraction's low 26
 
 
 class ExactSum:
@@ -63,47 +64,50 @@ class ExactSum:
             return math.copysign(math.inf, self.partials[-1])
 
 
+def exact_terms(column):
+    """Floats (a few per binary exponent present) whose exact sum is the exact
+    sum of `column`, finite float64 values, at most SLICE of them."""
+    # Each x is split into its top 26 fraction bits and the rest, and each
+    # part summed with the others of x's exponent: within one exponent, both
+    # parts lie on one grid and their sums over SLICE rows fit in 43 bits, so
+    # np.bincount's float sums make no rounding (subnormals too).
+    import numpy as np
+    bits = np.ascontiguousarray(column, np.float64).view(np.int64)
+    exponent = (bits >> 52) & 0x7FF
+    high = (bits & _HIGH).view(np.float64)
+    terms = []
+    for part in (high, column - high):
+        sums = np.bincount(exponent, weights=part)
+        terms += sums[sums != 0].tolist()
+    return terms
+
+
 class Totals:
     """A batch writer that writes nothing: it adds each chunk's computed
-    columns (`width` of them) into an ExactSum each, BLOCK rows at a time,
-    and counts the rows. close() adds the last, partial block."""
+    columns (`width` of them) into an ExactSum each, and counts the rows."""
 
     def __init__(self, width):
         self.sums = [ExactSum() for _ in range(width)]
-        self.carry = [None] * width   # the rows of a block not yet whole
         self.rows = 0
 
     def write(self, chunk, computed):
         import numpy as np
-        with np.errstate(all='ignore'):   # an inf in a block's sum is reported once, at the end
-            for k, column in enumerate(computed):
-                self._add(k, column)
+        with np.errstate(all='ignore'):   # an inf is reported once, at the end
+            for total, column in zip(self.sums, computed):
+                for start in range(0, len(column), SLICE):
+                    part = column[start:start + SLICE]
+                    whole = float(np.add.reduce(part))
+                    if whole - whole != 0:   # an inf or nan among them, added as IEEE adds
+                        finite = np.isfinite(part)
+                        if not finite.all():
+                            total.add(float(np.add.reduce(part[~finite])))
+                            part = part[finite]
+                    for x in exact_terms(part):
+                        total.add(x)
         self.rows += len(chunk)
 
-    def _add(self, k, column):
-        import numpy as np
-        total, carry = self.sums[k], self.carry[k]
-        if carry is not None:   # the block the last chunk began, completed first
-            need = BLOCK - len(carry)
-            carry, column = np.concatenate([carry, column[:need]]), column[need:]
-            if len(carry) < BLOCK:
-                self.carry[k] = carry
-                return
-            total.add(float(np.sum(carry)))
-        whole = len(column) - len(column) % BLOCK
-        # A row of the reshaped array per block, summed pairwise: the bits np.sum
-        # gives that block alone, so a block carried across chunks sums alike.
-        for x in column[:whole].reshape(-1, BLOCK).sum(axis=1).tolist():
-            total.add(x)
-        self.carry[k] = column[whole:].copy() if whole < len(column) else None
-
     def close(self):
-        import numpy as np
-        with np.errstate(all='ignore'):
-            for k, carry in enumerate(self.carry):
-                if carry is not None:
-                    self.sums[k].add(float(np.sum(carry)))
-        self.carry = [None] * len(self.carry)
+        pass
 
     def partial(self):
         """(rows, [(partials, special) per column]): plain data, for merge()."""
