@@ -171,6 +171,10 @@ def test_an_exact_sum_keeps_every_bit():
     merged.merge(total.partials, total.special)    # as a Dask partition's sums are merged
     merged.merge(opposite.partials, opposite.special)
     assert merged.total() == 0.5
+    big = ExactSum()
+    for x in (sys.float_info.max, sys.float_info.max, -sys.float_info.max):
+        big.add(x)
+    assert big.total() == math.inf   # past float64's range on the way: inf, as documented
     special = ExactSum()
     for x in (1.0, math.inf, 2.0):
         special.add(x)
