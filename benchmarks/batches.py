@@ -14,7 +14,10 @@ alternating rounds, and reported as ratios:
 - JSON Lines and JSON output against CSV output of the same 10^6 rows;
 - 10^8 rows generated on the fly into a pipe (`adgrad grad --points -`);
 - --engine dask on a 2-worker local cluster over 10 Parquet files against
-  the single-process stream of the same rows in one Parquet file.
+  the single-process stream of the same rows in one Parquet file;
+- --points FILE --mean (one row of totals) against --points FILE to
+  /dev/null, 10^7 rows; and --mean over 10^8 rows generated into a pipe
+  (opt-in: `run.py --only mean_pipe`, being long).
 """
 
 import filecmp
@@ -32,7 +35,7 @@ LOGISTIC = ROOT / 'samples' / 'logistic.ad'
 
 # (full, quick) sizes
 SIZES = {'rows': (1_000_000, 1000), 'big': (10_000_000, 5000), 'pipe': (100_000_000, 20_000),
-         'dask': (10_000_000, 4000), 'rounds': (3, 1)}
+         'dask': (10_000_000, 4000), 'mean': (10_000_000, 5000), 'rounds': (3, 1)}
 
 # adgrad with pyarrow unimportable: the pure-Python reader, for the side-by-side ratio
 WITHOUT_PYARROW = [sys.executable, '-c', "import sys; sys.modules['pyarrow'] = None; "
@@ -259,6 +262,50 @@ class Batches:
             'resident set. Standard input cannot be read twice, so adgrad copies it to a '
             'temporary file during its checking pass (disk: about 45 bytes a row).',
             {'s': t, 'MB': peak})
+
+    def mean(self, target=1.2, target_mb=300):
+        """--points FILE --mean (read once, one row out) ÷ --points FILE to /dev/null."""
+        rows = self.size['mean']
+        path = self.csv_file(rows)
+        command = self.bench.adgrad + ['grad', '-f', str(LOGISTIC), '--points', str(path)]
+        out = self.dir / 'mean-out.csv'
+        runs = {'mean': [], 'rows': []}
+        for k in range(self.size['rounds']):
+            for name in (('mean', 'rows') if k % 2 == 0 else ('rows', 'mean')):
+                runs[name].append(run_timed(command + ['--mean'], out) if name == 'mean' else
+                                  run_timed(command, os.devnull))
+        with open(out, encoding='utf-8') as f:
+            counted = f.read().splitlines()[1].split(',')[0] == str(rows)
+        wall = {k: [r[0] for r in v] for k, v in runs.items()}
+        peak = {k: max(r[1] for r in v) for k, v in runs.items()}
+        a, b = min(wall['mean']), min(wall['rows'])
+        return self.Figure(
+            f'batch: `--points --mean` over {rows:,} rows ÷ `--points` to /dev/null, whole process',
+            f'{a / b:.2f} ({self.seconds(a)} ÷ {self.seconds(b)}), peak {peak["mean"]:.0f} MB '
+            f'(--points: {peak["rows"]:.0f} MB)', f'≤ {target}, ≤ {target_mb} MB',
+            self.verdict(a / b <= target and peak['mean'] <= target_mb and counted),
+            f'`adgrad grad -f samples/logistic.ad --points {path.name} --mean` against '
+            f'`adgrad grad -f samples/logistic.ad --points {path.name} > /dev/null` '
+            f'(`python benchmarks/batches.py generate {rows} > {path.name}`), alternating which '
+            f'goes first; wall times of {", ".join(f"{x:.2f}" for x in wall["mean"])} s and '
+            f'{", ".join(f"{x:.2f}" for x in wall["rows"])} s; the row counts '
+            f'{"all" if counted else "NOT all"} the rows. --mean reads the file once and keeps '
+            'only a total per column; --points to /dev/null reads it twice (a checking pass, '
+            'then the written one).', {'÷ --points': a / b, 'MB': peak['mean']})
+
+    def mean_pipe(self, target_mb=300):
+        rows = self.size['pipe']
+        producer = [sys.executable, str(HERE / 'batches.py'), 'generate', str(rows)]
+        consumer = self.bench.adgrad + ['grad', '-f', str(LOGISTIC), '--points', '-', '--mean']
+        t, peak, cpu = run_pipe(producer, consumer)
+        return self.Figure(
+            f'batch: `--points - --mean` over {rows:,} rows generated into a pipe',
+            f'{self.seconds(t)} (CPU {cpu:.1f} s), peak {peak:.0f} MB',
+            f'completes, ≤ {target_mb} MB', self.verdict(peak <= target_mb),
+            f'`python benchmarks/batches.py generate {rows} | adgrad grad -f '
+            'samples/logistic.ad --points - --mean > /dev/null`, once (opt-in: `python '
+            'benchmarks/run.py --only mean_pipe`); peak is adgrad\'s maximum resident set. '
+            'The pipe is read once, with no copy to a temporary file.', {'s': t, 'MB': peak})
 
     def dask(self):
         rows = self.size['dask']

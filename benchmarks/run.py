@@ -3,6 +3,7 @@
     python benchmarks/run.py                    # every figure (a few minutes)
     python benchmarks/run.py --quick -o FILE    # tiny sizes: checks that the harness runs
     python benchmarks/run.py --against [REV]    # REV (default 135ea79) and the working tree
+    python benchmarks/run.py --only mean_pipe   # an opt-in figure (OPT_IN): named, never by default
 
 Whole-process figures run the installed `adgrad` (the script beside this
 interpreter, else on PATH, else `python -m autodiff_cli`) as a subprocess,
@@ -52,12 +53,13 @@ QUICK = dict(startup_runs=3, runs=1, large_terms=500, large_depth=1000, chain_de
              statements=800)
 
 FIGURES = ('startup', 'large', 'torch', 'linearity', 'gradient', 'parse', 'derive', 'batch',
-           'memory', 'scale', 'dask', 'pipe', 'arrays')
+           'memory', 'scale', 'dask', 'pipe', 'mean', 'arrays')
+OPT_IN = ('mean_pipe',)   # run only when --only names them: too long for every run
 
 AGAINST = '135ea79'   # the code every figure is held to (issue 26)
 WITHIN = 1.10         # new ÷ old may be at most this
-ONCE = ('pipe',)      # too long to repeat: one run a side
-NEWER = ('arrays',)   # of code that 135ea79 does not have: --against leaves them out
+ONCE = ('pipe', 'mean_pipe')      # too long to repeat: one run a side
+NEWER = ('mean', 'mean_pipe', 'arrays')   # of code 135ea79 lacks: --against it leaves them out
 
 
 class Figure:
@@ -557,6 +559,15 @@ class Bench:
         import batches
         return [batches.Batches(self, Figure, run_process, run_child, seconds, verdict).pipe()]
 
+    def mean(self):  # --points --mean ÷ --points to /dev/null, 10^7 rows
+        import batches
+        return [batches.Batches(self, Figure, run_process, run_child, seconds, verdict).mean()]
+
+    def mean_pipe(self):  # --mean over 10^8 rows generated into a pipe (opt-in)
+        import batches
+        return [batches.Batches(self, Figure, run_process, run_child, seconds, verdict)
+                .mean_pipe()]
+
 
 # ---- the report ----
 
@@ -696,7 +707,8 @@ def against(rev, only, quick, rounds, log):
             sides = (Side('old', tree, f'{rev} ({commit[:7]})'), Side('new', ROOT, git_state()))
             for side in sides:
                 side.check(base)
-            for name in (n for n in FIGURES if n in only and (n not in NEWER or rev != AGAINST)):
+            for name in (n for n in FIGURES + OPT_IN
+                         if n in only and (n not in NEWER or rev != AGAINST)):
                 for k in range(1 if name in ONCE else rounds):
                     for side in (sides if k % 2 == 0 else sides[::-1]):
                         log(f'{name}, round {k + 1}, {side.label} ...')
@@ -782,12 +794,13 @@ def main(argv=None):
     parser.add_argument('--rounds', type=int, default=None,
                         help='with --against: turns of each side (default 3, 1 with --quick)')
     parser.add_argument('--only', default=','.join(FIGURES),
-                        help=f'comma-separated figures to run, of {",".join(FIGURES)}')
+                        help=f'comma-separated figures to run, of {",".join(FIGURES)} (all by '
+                             f'default), and {",".join(OPT_IN)} (only when named)')
     args = parser.parse_args(argv)
     if args.rounds is not None and args.rounds < 1:
         parser.error('--rounds must be at least 1')
     only = [name.strip() for name in args.only.split(',') if name.strip()]
-    unknown = set(only) - set(FIGURES)
+    unknown = set(only) - set(FIGURES + OPT_IN)
     if unknown:
         parser.error(f'unknown figures: {", ".join(sorted(unknown))}')
 
@@ -818,7 +831,7 @@ def main(argv=None):
     figures = []
     with tempfile.TemporaryDirectory(prefix='adgrad-bench-') as workdir:
         bench = Bench(QUICK if args.quick else FULL, workdir, log)
-        for name in FIGURES:
+        for name in FIGURES + OPT_IN:
             if name in only:
                 log(f'{name} ...')
                 rows = getattr(bench, name)()

@@ -369,3 +369,68 @@ def test_a_scheduler_s_workers_get_the_allocator_tuning_of_the_command_line(tmp_
 def _tuned():
     from autodiff_cli.cli import batch
     return bool(batch._TUNED)
+
+
+# ---- --sum and --mean: each file summed on its worker, the sums added here ----
+
+def _write_parts(folder, sizes, seed=4):
+    """CSV files of x,y rows, `sizes` rows each; returns every row, in order."""
+    folder.mkdir()
+    everything = []
+    for k, n in enumerate(sizes):
+        rows = [(x, y) for _, x, y in _points(n, seed + k)]
+        everything += rows
+        with open(folder / f'p{k}.csv', 'w', newline='') as f:
+            csv.writer(f, lineterminator='\n').writerows([('x', 'y'), *rows])
+    return everything
+
+
+def _one_file(path, rows):
+    with open(path, 'w', newline='') as f:
+        csv.writer(f, lineterminator='\n').writerows([('x', 'y'), *rows])
+    return str(path)
+
+
+def test_mean_on_a_cluster_is_the_single_process_mean(tmp_path, scheduler):
+    """Each file summed exactly on its worker, the sums added exactly: the mean
+    is the single process's over the same rows to the bit, however the rows
+    are split into files, and math.fsum's over each whole column."""
+    import json
+    import math
+    expr = 'x*y + sin(x)'   # by hand: d_x = y + cos(x), d_y = x
+    for k, sizes in enumerate([(4096, 8192, 300), (1000, 5001, 77, 3), (1,)]):
+        rows = _write_parts(tmp_path / f'parts{k}', sizes)
+        whole = _one_file(tmp_path / f'all{k}.csv', rows)
+        spread = run_main(['grad', expr, '--points', str(tmp_path / f'parts{k}'),
+                           '--engine', 'dask', '--scheduler', scheduler, '--mean'])
+        single = run_main(['grad', expr, '--points', whole, '--mean'])
+        assert spread.code == single.code == 0 and spread.err == single.err == ''
+        assert spread.out == single.out, sizes
+        got = json.loads(run_main(['grad', expr, '--points', whole, '--mean', '--json']).out)
+        points = [(float(x), float(y)) for x, y in rows]
+        exact = {'value': math.fsum(x * y + math.sin(x) for x, y in points),
+                 'd_x': math.fsum(y + math.cos(x) for x, y in points),
+                 'd_y': math.fsum(x for x, _ in points)}
+        assert got['rows'] == len(points)
+        for name, total in exact.items():
+            assert got[name] == pytest.approx(total / len(points), rel=1e-15, abs=1e-15)
+
+
+def test_sum_on_a_cluster_to_a_file_and_under_strict(tmp_path, scheduler):
+    import json
+    folder = tmp_path / 'pq'
+    folder.mkdir()
+    pq.write_table(pa.table({'x': [1.0, 2.0], 'y': [3.0, 4.0]}), folder / 'a.parquet')
+    pq.write_table(pa.table({'x': [0.0], 'y': [5.0]}), folder / 'b.parquet')
+    out = tmp_path / 'total.json'
+    run = run_main(['grad', 'x*y + log(x)', '--points', str(folder), '--engine', 'dask',
+                    '--scheduler', scheduler, '--sum', '-o', str(out)])
+    assert run.code == 0 and run.out == ''
+    assert run.err == ('adgrad: warning: log(x) (node 3) is not finite in 1 of 3 rows, '
+                       'the first node where that happens\n')
+    # by hand: value 3 + 8 + log 2 + (0 - inf); d_x 3 + 1 + 4 + 1/2 + (5 + inf); d_y 1 + 2 + 0
+    assert json.loads(out.read_text()) == {'rows': 3, 'value': '-inf', 'd_x': 'inf', 'd_y': 3.0}
+    strict = tmp_path / 'strict.json'
+    run = run_main(['grad', 'x*y + log(x)', '--points', str(folder), '--engine', 'dask',
+                    '--scheduler', scheduler, '--sum', '--strict', '-o', str(strict)])
+    assert run.code == 1 and 'not finite in 1 of 3 rows' in run.err and not strict.exists()

@@ -35,7 +35,7 @@ def test_quick_run_writes_a_well_formed_report(tmp_path):
                    'chain of a block', 'PyTorch', 'linearity', 'cheap gradient',
                    'logistic.ad', 'CSV in to CSV out', 'JSON Lines and JSON output', 'memory',
                    'short statements',
-                   'chains of a block that calls a block'):
+                   'chains of a block that calls a block', '`--points --mean`'):
         assert figure in names, figure
 
 

@@ -5,7 +5,14 @@ ENGINES = ('numpy', 'dask')
 
 
 def add_options(parser):
-    """-o, --engine and --scheduler (evaluate.add_arguments calls this)."""
+    """-o, --sum, --mean, --engine and --scheduler (evaluate.add_arguments calls this)."""
+    reduce = parser.add_mutually_exclusive_group()
+    reduce.add_argument('--sum', dest='reduce', action='store_const', const='sum',
+                        help='with --points: one row, the sum over every row of the value '
+                             'and of each gradient, and the number of rows; read once, in '
+                             'bounded memory')
+    reduce.add_argument('--mean', dest='reduce', action='store_const', const='mean',
+                        help='with --points: as --sum, divided by the number of rows')
     parser.add_argument('-o', '--output', metavar='FILE',
                         help="with --points: write the rows to FILE (its ending, .csv .tsv "
                              ".jsonl .json .parquet, gives the format), all or nothing")
@@ -49,6 +56,7 @@ def options(args, format_given=True):
     return BatchOptions(points=args.points, format=args.format if format_given else None,
                         output=getattr(args, 'output', None),
                         strict=getattr(args, 'strict', False),
+                        reduce=getattr(args, 'reduce', None),
                         engine=getattr(args, 'engine', 'numpy'),
                         scheduler=getattr(args, 'scheduler', None),
                         worker_setup='autodiff_cli.cli.dask_worker')
@@ -65,8 +73,9 @@ def run_points(args, graph, bindings, names, env):
     batch = options(args, args.format_given)
     if batch.engine == 'dask':
         from ..table.dask_engine import run_dask
-        return run_dask(batch, graph, bindings, names, env.warn)
+        return run_dask(batch, graph, bindings, names, env.warn, env.stdout)
     if batch.scheduler:
         raise UsageError('--scheduler goes with --engine dask')
-    from ..table.pipeline import run
+    from ..table import pipeline
+    run = pipeline.run_totals if batch.reduce else pipeline.run
     run(batch, graph, bindings, Values(graph, names), env.stdout, env.warn, env.stdin)

@@ -88,6 +88,11 @@ def run(args, env):
         raise UsageError('--data binds whole columns and --points evaluates row by row: give one'
                          if args.points is not None else
                          'the program and the data cannot both come from standard input')
+    if args.reduce and args.points is None:
+        how = args.reduce
+        raise UsageError(f'--{how} goes with --points FILE: the {how} over its rows'
+                         + (f' (over --data, write {how}(...) in the program)'
+                            if args.data is not None else ''))
     graph, bindings = load(args, env)
     names = gradient_names(graph, args)
     data = ()
@@ -95,7 +100,8 @@ def run(args, env):
         data = bind_data(args.data, graph, bindings, env)
         if getattr(args, 'wrt', None) is None:   # the parameters: a gradient per data row is seldom what is meant
             names = [name for name in names if name not in data]
-    if args.points is not None or args.output is not None or args.engine != 'numpy':
+    if (args.points is not None or args.output is not None or args.engine != 'numpy'
+            or args.reduce):
         refuse_arrays(graph, bindings, '--points and -o')
         if getattr(args, 'mode', 'reverse') == 'forward':
             raise UsageError('--mode forward shows one point: leave out --points')

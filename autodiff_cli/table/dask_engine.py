@@ -30,25 +30,30 @@ _JSON_LINES = ('.jsonl', '.ndjson', '.json')
 _GRAPHS = {}  # program text -> Graph, per worker process
 
 
-def run_dask(options, graph, bindings, names, warn):
-    """options.points (files) through Values(graph, names), each file a task."""
+def run_dask(options, graph, bindings, names, warn, out=None):
+    """options.points (files) through Values(graph, names), each file a task:
+    a part each in -o DIR, or with options.reduce their sum or mean, one row
+    to -o FILE or `out` (each task sums its file; the client adds the sums)."""
     output = options.output
-    if output in (None, '-'):
+    if output in (None, '-') and not options.reduce:
         raise UsageError('--engine dask writes one file per points file: give -o DIR')
     files = input_files(options.points, warn)
     kind = Format.PARQUET if files[0].endswith(_PARQUET) else \
         Format.TSV if files[0].endswith('.tsv') else Format.CSV
-    fmt = options.format or kind
-    if not WRITERS[fmt].in_parts:
-        raise UsageError(f'--engine dask writes csv, tsv, jsonl or parquet files, not {fmt}')
+    if options.reduce:
+        from .pipeline import output_format
+        fmt = output_format(options, kind)
+    else:
+        fmt = options.format or kind
+        if not WRITERS[fmt].in_parts:
+            raise UsageError(f'--engine dask writes csv, tsv, jsonl or parquet files, not {fmt}')
     try:
-        import asyncio
-
-        from dask.distributed import Client, LocalCluster, wait
+        from dask.distributed import Client, LocalCluster
     except ImportError:
         raise UsageError("--engine dask needs Dask, adgrad's dask extra: "
                          "pip install 'dask[distributed]' pyarrow") from None
-    plan = Plan(graph, bindings, Values(graph, names), warn)
+    computation = Values(graph, names)
+    plan = Plan(graph, bindings, computation, warn, outputs=() if options.reduce else None)
     # The first file's header here, so that the usual mistakes (a column
     # missing, one the output would repeat) are said before a cluster starts.
     # The workers may run elsewhere, in another folder: they get each file's
@@ -56,6 +61,8 @@ def run_dask(options, graph, bindings, names, warn):
     where = [os.path.join(os.getcwd(), name) for name in files]
     with _opened(where[0], files[0]) as source:
         _checked(plan, source)
+    if options.reduce:
+        return _reduced(options, plan, fmt, files, where, out, Client, LocalCluster)
     folder = _Folder(output)
     # Ctrl-C from here on is noted and acted on between waits, and cleaning
     # up after it runs to the end: a second Ctrl-C cannot cut it short.
@@ -63,26 +70,51 @@ def run_dask(options, graph, bindings, names, warn):
         futures = client.map(part, where, files, range(len(files)), text=graph.source,
                              bindings=dict(bindings), names=list(names), fmt=str(fmt),
                              folder=folder.temp, pure=False)
-        while not boundary.hit:
-            try:
-                wait(futures, timeout=0.25)
-                break
-            except (TimeoutError, asyncio.TimeoutError):   # (one class from 3.11 on)
-                continue
-            except Exception as error:   # nothing of adgrad's runs here: the cluster's
-                raise UsageError(f'the Dask cluster failed: {first_line(error)}') from None
-        boundary.check()   # DIR is not written
-        # Every file tried, the first that failed, in order, is the one
-        # reported: the same message whichever worker finished first.
-        for name, future in zip(files, futures):
-            if future.status != 'finished':
-                raise _failure(name, future)
         bad, count = None, 0
-        for found, rows in client.gather(futures):   # in file order
+        for found, rows in _waited(client, futures, files, boundary):   # in file order
             bad, count = merge_bad(bad, found), count + rows
         # under --strict a non-finite row is an error: DIR is then not written
         plan.report(bad, count, options.strict, warn)
         folder.commit()
+
+
+def _reduced(options, plan, fmt, files, where, out, client_class, local_class):
+    """--sum or --mean over the files: each task's Totals.partial() merged
+    here, in file order, then checked and written as the single process does."""
+    from .pipeline import totals_target, write_totals
+    from .totals import Totals
+    target = totals_target(options, fmt)   # whether it can be written, before a cluster starts
+    totals, bad = Totals(len(plan.computation.outputs)), None
+    with AtBoundaries() as boundary, _client(options, client_class, local_class) as client:
+        futures = client.map(part_totals, where, files, text=plan.graph.source,
+                             bindings=dict(plan.bindings), names=list(plan.computation.names),
+                             pure=False)
+        for found, partial in _waited(client, futures, files, boundary):
+            bad = merge_bad(bad, found)
+            totals.merge(partial)
+    write_totals(options, plan, totals, bad, fmt, target, out)
+
+
+def _waited(client, futures, files, boundary):
+    """The futures' results, in file order, once every one has finished; Ctrl-C
+    (boundary) acted on between waits; the first file in order that failed
+    raised, whichever worker finished first."""
+    import asyncio
+
+    from dask.distributed import wait
+    while not boundary.hit:
+        try:
+            wait(futures, timeout=0.25)
+            break
+        except (TimeoutError, asyncio.TimeoutError):   # (one class from 3.11 on)
+            continue
+        except Exception as error:   # nothing of adgrad's runs here: the cluster's
+            raise UsageError(f'the Dask cluster failed: {first_line(error)}') from None
+    boundary.check()   # nothing is written
+    for name, future in zip(files, futures):
+        if future.status != 'finished':
+            raise _failure(name, future)
+    return client.gather(futures)
 
 
 def _failure(name, future):
@@ -319,6 +351,20 @@ def part(path, name, number, text, bindings, names, fmt, folder):
         with file:
             writer = WRITERS[fmt].make(fmt, source, plan.outputs, file)
             return plan.stream(source, writer, None, None, _QUIET)
+
+
+def part_totals(path, name, text, bindings, names):
+    """One file summed as the single process sums one (totals.Totals, the
+    same reader, checks and messages): (the first non-finite node and in how
+    many rows, or None; Totals.partial(), the rows and each column's sum)."""
+    from .totals import Totals
+    graph = _graph(text)
+    plan = Plan(graph, bindings, Values(graph, names), _QUIET, outputs=())
+    with _opened(path, name) as source:
+        _checked(plan, source)
+        totals = Totals(len(plan.computation.outputs))
+        bad, _ = plan.stream(source, totals, None, None, _QUIET)
+    return bad, totals.partial()
 
 
 class _opened:

@@ -10,11 +10,12 @@ class Input:
     """The points as a binary stream, from the start, as often as asked:
     a regular file is opened again; standard input, or a path that is no
     regular file (a pipe: `--points <(...)`), is sought back when it can
-    be, else copied to a temporary file while the first pass reads it."""
+    be, else copied to a temporary file while the first pass reads it
+    (unless `again` is false: a caller that reads it once needs no copy)."""
 
-    def __init__(self, points, stdin=None):
+    def __init__(self, points, stdin=None, again=True):
         self.path = None if points == '-' else points
-        self.given = stdin
+        self.given, self.again = stdin, again
         self.name = '<stdin>' if points == '-' else points
         self.opened, self.spool, self.start, self.calls = [], None, None, 0
 
@@ -81,7 +82,7 @@ class Input:
             self.start = once.tell() if once.seekable() else None
         except OSError:
             self.start = None
-        if self.start is not None:
+        if self.start is not None or not self.again:
             return once
         import tempfile
         self.spool = tempfile.TemporaryFile(prefix='adgrad-points-')

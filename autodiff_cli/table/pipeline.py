@@ -53,6 +53,50 @@ def run(options, graph, bindings, computation, out, warn, stdin=None):
             plan.report(bad, done, options.strict, warn)
 
 
+def run_totals(options, graph, bindings, computation, out, warn, stdin=None):
+    """The sum (options.reduce 'sum') or mean ('mean') of each of the
+    computation's columns over the rows of options.points, read once in
+    bounded memory, then written as one row by write_totals."""
+    from .totals import Totals
+    with Input(options.points, stdin, again=False) as source_input:
+        source = source_input.points()
+        fmt = output_format(options, source.kind)
+        target = totals_target(options, fmt)
+        plan = Plan(graph, bindings, computation, warn, outputs=())
+        plan.check(source)
+        totals = Totals(len(computation.outputs))
+        with AtBoundaries() as boundary:
+            bad, _ = plan.stream(source, totals, boundary, None, warn)
+    write_totals(options, plan, totals, bad, fmt, target, out)
+
+
+def totals_target(options, fmt):
+    """-o FILE's Output for a row of totals, checked before any row is read; None: stdout."""
+    if options.output in (None, '-'):
+        return None
+    from .files import Output
+    return Output(options.output, binary=WRITERS[fmt].binary)
+
+
+def write_totals(options, plan, totals, bad, fmt, target, out):
+    """The end of --sum and --mean (here and on Dask): the rows' report and
+    the totals' check, either an error under --strict, then the one row
+    (totals.write_row) to `target` or `out`. Nothing is written before."""
+    from .totals import check_totals, write_row
+    outputs = plan.computation.outputs
+    plan.report(bad, totals.rows, options.strict, plan.warn)
+    check_totals(totals, options.reduce, outputs, bad, options.strict, plan.warn)
+    values = totals.result(options.reduce)
+    if target is not None:
+        with target:
+            write_row(fmt, outputs, totals.rows, values, target.file)
+            target.commit()
+    else:
+        write_row(fmt, outputs, totals.rows, values,
+                  _binary(out) if WRITERS[fmt].binary else out)
+        out.flush()
+
+
 def each_chunk(options, graph, bindings, computation, warn, stdin=None):
     """Every chunk's (chunk, computed) of options.points, all rows read and
     checked before the first is given: for a command that gathers its own output."""
@@ -122,12 +166,13 @@ class _Scan:
 
 class Plan:
     """What every chunk goes through: the graph, the values the command line
-    gives, and the computation that adds the columns out."""
+    gives, and the computation that adds the columns out (`outputs`, by
+    default the computation's own; none where the rows are not written)."""
 
-    def __init__(self, graph, bindings, computation, warn):
+    def __init__(self, graph, bindings, computation, warn, outputs=None):
         self.graph, self.bindings, self.computation = graph, bindings, computation
         self.fills = input_values(graph, bindings, warn)
-        self.outputs = computation.outputs
+        self.outputs = computation.outputs if outputs is None else outputs
         self.warn = warn
         self.checked = False
         self.kept, self.room, self.keeping = {}, _KEPT_BYTES, False
