@@ -1,0 +1,97 @@
+"""Hostile shapes, values and files for array programs: one error line and
+exit 2, never a traceback (issue 27's list, and what the array fuzzer found:
+tests/fuzz/arrays.py). A few found cases are not errors at all; those check
+their numbers against a hand-derived reference.
+"""
+
+import io
+import json
+
+import numpy as np
+import pytest
+
+from tests.helpers import run_main
+
+
+def _npy(value, **options):
+    out = io.BytesIO()
+    np.save(out, value, **options)
+    return out.getvalue()
+
+
+def _run(tmp_path, monkeypatch, argv, files):
+    monkeypatch.chdir(tmp_path)
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data if isinstance(data, bytes) else data.encode())
+    return run_main(argv)
+
+
+def _one_error(err):
+    """One 'adgrad: error:' line, with the source and caret lines if it names a column."""
+    lines = err.rstrip('\n').split('\n')
+    if len(lines) == 1:
+        return lines[0].startswith('adgrad: error: ')
+    return len(lines) == 3 and lines[0].startswith('adgrad: error: ') and 'column ' in lines[0] \
+        and lines[2].strip() == '^'
+
+
+BIG = 'sum([' + ', '.join(['1'] * 10 ** 7) + '])\n'
+NESTED = 'sum([' + ', '.join(['[' + ', '.join(['1'] * 1000) + ']'] * 1000) + '])\n'
+
+# (argv, files, words the one error line says)
+HOSTILE = {
+    # empty arrays
+    'empty literal': (['eval', 'sum([])'], {}, "unexpected ']'"),
+    'empty binding': (['eval', 'sum(x)', 'x=[]'], {}, "in x=: unexpected ']'"),
+    'empty .npy': (['eval', 'sum(x)', 'x=@x.npy'], {'x.npy': _npy(np.zeros((2, 0)))}, 'empty'),
+    'empty .json': (['eval', 'sum(x)', 'x=@x.json'], {'x.json': '[[]]'}, 'empty'),
+    'empty .csv': (['eval', 'sum(x)', 'x=@x.csv'], {'x.csv': ''}, 'x.csv holds an empty array'),
+    # ragged literals
+    'ragged literal': (['eval', '[[1], [2, 3]]'], {}, 'a ragged array literal'),
+    'ragged binding': (['eval', 'sum(x)', 'x=[[1, 2], [3]]'], {}, 'in x=: a ragged array literal'),
+    'ragged .json': (['eval', 'sum(x)', 'x=@x.json'], {'x.json': '[[1, 2], [3]]'}, 'ragged'),
+    'ragged .csv': (['eval', 'sum(x)', 'x=@x.csv'], {'x.csv': '1,2\n3\n'}, 'cannot read x.csv'),
+    # literals too large to type: a file of 10^7 numbers, and 1000 rows of 1000
+    # @ of scalars, also where a constant is folded as it is read
+    '@ of scalars': (['eval', '2 @ 3'], {}, 'both must be arrays'),
+    '@ of scalar inputs': (['eval', 'x @ y', 'x=1', 'y=2'], {}, 'both must be arrays'),
+    '@ in a binding': (['eval', 'x', 'x=[1, 2] @ 3'], {}, 'in x=: cannot multiply'),
+    # indices out of range
+    'index past the end': (['eval', 'x[3]', 'x=[1, 2, 3]'], {}, 'index 3 is out of range'),
+    'index before the start': (['eval', 'x[-4]', 'x=[1, 2, 3]'], {}, 'index -4 is out of range'),
+    'huge index': (['eval', 'x[10000000000000000000000]', 'x=[1, 2]'], {}, 'out of range'),
+    'column out of range': (['eval', 'A[0, 9]', 'A=[[1, 2], [3, 4]]'], {}, 'index 9'),
+    'too many subscripts': (['eval', 'x[0, 0]', 'x=[1, 2]'], {}, 'at most 1 subscripts'),
+    'subscript of a scalar': (['eval', 'x[0]', 'x=1'], {}, 'at most 0 subscripts'),
+    'axis out of range': (['eval', 'sum(x, axis=1)', 'x=[1, 2]'], {}, 'axis 1 is out of range'),
+    # .npy files that are not arrays of numbers
+    '.npy of strings': (['eval', 'sum(x)', 'x=@x.npy'], {'x.npy': _npy(np.array(['ab']))},
+                        'not numbers'),
+    # four axes, however they come
+    '4-D .npy': (['eval', 'sum(x)', 'x=@x.npy'], {'x.npy': _npy(np.zeros((1, 2, 1, 2)))},
+                 'holds an array of 4 axes'),
+    '4-D declaration': (['eval', 'input W[2, 3, 4, 5]\n1'], {}, "'W' has 4 axes"),
+    '4-D reshape': (['eval', 'sum(reshape(zeros(10), shape=[1, 1, 1, 10]))'], {}, 'has 4 axes'),
+    '4-D stack': (['eval', 'sum(stack(x, x))', 'x=@x.npy'], {'x.npy': _npy(np.ones((3, 1, 1)))},
+                  'has 4 axes'),
+    # sizes that cannot be allocated
+    # JSON that is not nested lists of numbers
+    # declared sizes that are names bind once
+}
+
+
+@pytest.mark.parametrize('name', sorted(HOSTILE))
+def test_a_hostile_array_gets_one_error_line_and_exit_2(tmp_path, monkeypatch, name):
+    argv, files, says = HOSTILE[name]
+    run = _run(tmp_path, monkeypatch, argv, files)
+    assert (run.code, run.out) == (2, ''), run
+    assert _one_error(run.err), run.err
+    assert 'Traceback' not in run.err and 'internal error' not in run.err
+    if says is not None:
+        assert says in run.err.split('\n')[0], run.err
+
+
+def test_size_names_that_agree_are_taken(tmp_path, monkeypatch):
+    run = _run(tmp_path, monkeypatch, ['eval', 'input W[m, n], v[n]\nsum(W @ v)',
+                                       'W=[[1, 2]]', 'v=[3, 4]'], {})
+    assert (run.code, run.out) == (0, '11.0\n')   # 1*3 + 2*4
