@@ -65,8 +65,15 @@ HOSTILE = {
     'subscript of a scalar': (['eval', 'x[0]', 'x=1'], {}, 'at most 0 subscripts'),
     'axis out of range': (['eval', 'sum(x, axis=1)', 'x=[1, 2]'], {}, 'axis 1 is out of range'),
     # .npy files that are not arrays of numbers
+    '.npy of objects': (['eval', 'sum(x)', 'x=@x.npy'],
+                        {'x.npy': _npy(np.array([1, 'a', None], dtype=object), allow_pickle=True)},
+                        'not a .npy file of numbers'),
     '.npy of strings': (['eval', 'sum(x)', 'x=@x.npy'], {'x.npy': _npy(np.array(['ab']))},
                         'not numbers'),
+    'truncated .npy': (['eval', 'sum(x)', 'x=@x.npy'],
+                       {'x.npy': _npy(np.arange(6.0).reshape(2, 3))[:100]},
+                       'not a .npy file of numbers'),
+    'empty file as .npy': (['eval', 'sum(x)', 'x=@x.npy'], {'x.npy': b''}, 'not a .npy file'),
     # four axes, however they come
     '4-D .npy': (['eval', 'sum(x)', 'x=@x.npy'], {'x.npy': _npy(np.zeros((1, 2, 1, 2)))},
                  'holds an array of 4 axes'),
@@ -76,6 +83,13 @@ HOSTILE = {
                   'has 4 axes'),
     # sizes that cannot be allocated
     # JSON that is not nested lists of numbers
+    'deep .json': (['eval', 'sum(x)', 'x=@x.json'], {'x.json': '[' * 100000 + '1' + ']' * 100000},
+                   'nested too deeply'),
+    'null .json': (['eval', 'sum(x)', 'x=@x.json'], {'x.json': 'null'}, 'must hold a number'),
+    'strings .json': (['eval', 'sum(x)', 'x=@x.json'], {'x.json': '["1", "2"]'}, 'must hold'),
+    'booleans .json': (['eval', 'sum(x)', 'x=@x.json'], {'x.json': '[true, false]'}, 'must hold'),
+    'huge integer .json': (['eval', 'sum(x)', 'x=@x.json'], {'x.json': '[' + '9' * 400 + ']'},
+                           'must hold'),
     # declared sizes that are names bind once
 }
 
@@ -89,6 +103,19 @@ def test_a_hostile_array_gets_one_error_line_and_exit_2(tmp_path, monkeypatch, n
     assert 'Traceback' not in run.err and 'internal error' not in run.err
     if says is not None:
         assert says in run.err.split('\n')[0], run.err
+
+
+def test_a_single_number_in_a_file_is_a_number_for_every_command(tmp_path, monkeypatch):
+    """A 0-d .npy or a .json number binds a float, as a number on the command line
+    does: the commands of numbers take it (found: check and --format jsonl crashed)."""
+    files = {'a.npy': _npy(np.float64(3.0)), 'a.json': '-0.5'}
+    run = _run(tmp_path, monkeypatch, ['check', 'a * a', 'a=@a.npy', '--format', 'json'], files)
+    assert run.code == 0, run
+    check = json.loads(run.out)[0]
+    assert (check['ad'], check['verdict']) == (6.0, 'pass')   # (a²)' = 2a at a = 3
+    run = _run(tmp_path, monkeypatch, ['grad', 'min(a, 1)', 'a=@a.json', '--format', 'jsonl'], files)
+    assert run.code == 0, run
+    assert json.loads(run.out) == {'a': -0.5, 'value': -0.5, 'd_a': 1.0}   # min'(a) = 1 for a < 1
 
 
 def test_size_names_that_agree_are_taken(tmp_path, monkeypatch):
