@@ -46,6 +46,9 @@ HOSTILE = {
     'empty .npy': (['eval', 'sum(x)', 'x=@x.npy'], {'x.npy': _npy(np.zeros((2, 0)))}, 'empty'),
     'empty .json': (['eval', 'sum(x)', 'x=@x.json'], {'x.json': '[[]]'}, 'empty'),
     'empty .csv': (['eval', 'sum(x)', 'x=@x.csv'], {'x.csv': ''}, 'x.csv holds an empty array'),
+    'empty slice': (['grad', 'sum(x[5:])', 'x=[1, 2, 3]'], {}, 'x[5:] (shape [0]) is empty'),
+    'max of an empty slice': (['eval', 'max(x[3:])', 'x=[1, 2, 3]'], {}, 'is empty'),
+    'empty constant slice': (['eval', 'logsumexp(ones(3)[:0])'], {}, 'is empty'),
     # ragged literals
     'ragged literal': (['eval', '[[1], [2, 3]]'], {}, 'a ragged array literal'),
     'ragged binding': (['eval', 'sum(x)', 'x=[[1, 2], [3]]'], {}, 'in x=: a ragged array literal'),
@@ -82,6 +85,7 @@ HOSTILE = {
     '4-D stack': (['eval', 'sum(stack(x, x))', 'x=@x.npy'], {'x.npy': _npy(np.ones((3, 1, 1)))},
                   'has 4 axes'),
     # sizes that cannot be allocated
+    'huge outer': (['eval', 'sum(outer(zeros(100000), zeros(100000)))'], {}, 'would hold'),
     # JSON that is not nested lists of numbers
     'deep .json': (['eval', 'sum(x)', 'x=@x.json'], {'x.json': '[' * 100000 + '1' + ']' * 100000},
                    'nested too deeply'),
@@ -91,6 +95,10 @@ HOSTILE = {
     'huge integer .json': (['eval', 'sum(x)', 'x=@x.json'], {'x.json': '[' + '9' * 400 + ']'},
                            'must hold'),
     # declared sizes that are names bind once
+    'size names disagree': (['eval', 'input W[m, m]\nsum(W)', 'W=[[1, 2]]'], {},
+                            "where m is 1"),
+    'size names across inputs': (['eval', 'input W[m, n], v[n]\nsum(W @ v)', 'W=[[1, 2]]',
+                                  'v=[1, 2, 3]'], {}, "'v' is declared [n] but its value is [3]"),
 }
 
 

@@ -14,6 +14,9 @@ from .array_rules import ShapeError, broadcast, shown
 from .primitives import PRIMITIVES, TENSOR
 
 MAX_AXES = 3   # vectors, matrices, and stacks of matrices (a layer per slice)
+# Entries of one value at most: a mistyped size (zeros(100000, 100000)) is
+# refused before it is allocated, not an out-of-memory crash.
+MAX_ENTRIES = 2 ** 27
 
 _ALGEBRA = []
 
@@ -87,13 +90,14 @@ def shapes(graph, inputs):
     """Each node's shape, given the inputs' values; an AdgradError with a
     caret under the operator where shapes cannot go together."""
     result = [()] * len(graph.nodes)
+    sizes = {}   # a size that is a name (A[m, n]): the first value that has it binds it
     for i, node in enumerate(graph.nodes):
         op = node.op
         if op == 'input':
             result[i] = shape_of(inputs[node.name])
             declared = graph.shapes.get(node.name) if graph.shapes is not None else None
             if declared is not None:
-                check_declared(graph, node, declared, result[i])
+                check_declared(graph, node, declared, result[i], sizes)
         elif not node.args:
             result[i] = shape_of(node.value) if op == 'const' else None
         else:
@@ -103,19 +107,42 @@ def shapes(graph, inputs):
                 result[i] = row.shape(*given) if row.shape else broadcast(*given)
             except ShapeError as error:
                 raise shape_error(graph, i, str(error), result) from None
-            if len(result[i]) > MAX_AXES:
-                raise AdgradError(f'{shown(result[i])} has {len(result[i])} axes; adgrad takes '
-                                  f'at most {MAX_AXES}', graph.source, _column(graph, i))
+            check_shape(graph, i, result[i])
     return result
 
 
-def check_declared(graph, node, declared, actual):
+def check_shape(graph, i, shape):
+    """An AdgradError at node i if its shape is one adgrad does not take:
+    more than MAX_AXES axes, no entries (x[3:] of x[3]), or too many."""
+    problem = None
+    if len(shape) > MAX_AXES:
+        problem = f'has {len(shape)} axes; adgrad takes at most {MAX_AXES}'
+    elif 0 in shape:
+        problem = 'is empty: adgrad takes arrays of one entry or more'
+    else:
+        entries = 1
+        for n in shape:
+            entries *= n
+        if entries > MAX_ENTRIES:
+            problem = f'would hold {entries} entries; adgrad takes at most {MAX_ENTRIES}'
+    if problem is not None:
+        what = graph.text(i, 30) or graph.label(i)
+        what += f' (shape {shown(shape)})' if 0 in shape else shown(shape)
+        raise AdgradError(f'{what} {problem}', graph.source, _column(graph, i))
+
+
+def check_declared(graph, node, declared, actual, sizes):
     """A bound value has the shape its `input` declared: sizes that are names
-    are bound by the first value that has them."""
+    are bound in `sizes` {name: size} by the first value that has them."""
+    where = node.span[0] if node.span else None
     if len(declared) != len(actual) or any(
             isinstance(d, int) and d != n for d, n in zip(declared, actual)):
         raise AdgradError(f"'{node.name}' is declared {shown(declared)} but its value is "
-                          f'{shown(actual)}', graph.source, node.span[0] if node.span else None)
+                          f'{shown(actual)}', graph.source, where)
+    for d, n in zip(declared, actual):
+        if isinstance(d, str) and sizes.setdefault(d, n) != n:
+            raise AdgradError(f"'{node.name}' is declared {shown(declared)} but its value is "
+                              f'{shown(actual)}, where {d} is {sizes[d]}', graph.source, where)
 
 
 _VERBS = {'add': 'add {0} and {1}', 'sub': 'subtract {1} from {0}', 'mul': 'multiply {0} by {1}',
