@@ -55,9 +55,14 @@ HOSTILE = {
     'ragged .json': (['eval', 'sum(x)', 'x=@x.json'], {'x.json': '[[1, 2], [3]]'}, 'ragged'),
     'ragged .csv': (['eval', 'sum(x)', 'x=@x.csv'], {'x.csv': '1,2\n3\n'}, 'cannot read x.csv'),
     # literals too large to type: a file of 10^7 numbers, and 1000 rows of 1000
+    '10^7-entry literal': (['eval', '-f', 'big.ad'], {'big.ad': BIG}, 'more than 65536 numbers'),
+    '10^6-entry nested literal': (['eval', '-f', 'big.ad'], {'big.ad': NESTED},
+                                  'more than 65536 numbers'),
     # @ of scalars, also where a constant is folded as it is read
     '@ of scalars': (['eval', '2 @ 3'], {}, 'both must be arrays'),
     '@ of scalar inputs': (['eval', 'x @ y', 'x=1', 'y=2'], {}, 'both must be arrays'),
+    '@ in a default': (['eval', 'input c = 2 @ 3\nc'], {}, 'both must be arrays'),
+    '@ in a literal': (['eval', 'sum([1, 2 @ 3])'], {}, 'both must be arrays'),
     '@ in a binding': (['eval', 'x', 'x=[1, 2] @ 3'], {}, 'in x=: cannot multiply'),
     # indices out of range
     'index past the end': (['eval', 'x[3]', 'x=[1, 2, 3]'], {}, 'index 3 is out of range'),
@@ -66,6 +71,7 @@ HOSTILE = {
     'column out of range': (['eval', 'A[0, 9]', 'A=[[1, 2], [3, 4]]'], {}, 'index 9'),
     'too many subscripts': (['eval', 'x[0, 0]', 'x=[1, 2]'], {}, 'at most 1 subscripts'),
     'subscript of a scalar': (['eval', 'x[0]', 'x=1'], {}, 'at most 0 subscripts'),
+    'subscript in a literal': (['eval', 'sum([[-1][0][0]])'], {}, 'at most 0 subscripts'),
     'axis out of range': (['eval', 'sum(x, axis=1)', 'x=[1, 2]'], {}, 'axis 1 is out of range'),
     # .npy files that are not arrays of numbers
     '.npy of objects': (['eval', 'sum(x)', 'x=@x.npy'],
@@ -80,11 +86,16 @@ HOSTILE = {
     # four axes, however they come
     '4-D .npy': (['eval', 'sum(x)', 'x=@x.npy'], {'x.npy': _npy(np.zeros((1, 2, 1, 2)))},
                  'holds an array of 4 axes'),
+    '4-D literal': (['eval', 'sum([[[[1]]]])'], {}, 'an array literal of 4 axes'),
+    '4-D binding': (['eval', 'sum(x)', 'x=[[[[1]]]]'], {}, 'an array literal of 4 axes'),
     '4-D declaration': (['eval', 'input W[2, 3, 4, 5]\n1'], {}, "'W' has 4 axes"),
     '4-D reshape': (['eval', 'sum(reshape(zeros(10), shape=[1, 1, 1, 10]))'], {}, 'has 4 axes'),
     '4-D stack': (['eval', 'sum(stack(x, x))', 'x=@x.npy'], {'x.npy': _npy(np.ones((3, 1, 1)))},
                   'has 4 axes'),
+    '600 nested brackets': (['eval', '[' * 600 + '1' + ']' * 600], {}, 'of 4 axes'),
     # sizes that cannot be allocated
+    'huge eye': (['eval', 'eye(1e10)'], {}, 'adgrad takes at most'),
+    'huge zeros': (['eval', 'sum(zeros(100000, 100000))'], {}, 'would hold 10000000000 entries'),
     'huge outer': (['eval', 'sum(outer(zeros(100000), zeros(100000)))'], {}, 'would hold'),
     # JSON that is not nested lists of numbers
     'deep .json': (['eval', 'sum(x)', 'x=@x.json'], {'x.json': '[' * 100000 + '1' + ']' * 100000},
@@ -130,3 +141,10 @@ def test_size_names_that_agree_are_taken(tmp_path, monkeypatch):
     run = _run(tmp_path, monkeypatch, ['eval', 'input W[m, n], v[n]\nsum(W @ v)',
                                        'W=[[1, 2]]', 'v=[3, 4]'], {})
     assert (run.code, run.out) == (0, '11.0\n')   # 1*3 + 2*4
+
+
+def test_a_literal_of_many_numbers_is_still_taken(tmp_path, monkeypatch):
+    """The limit is on literals too large to type, not on ordinary ones."""
+    run = _run(tmp_path, monkeypatch, ['eval', '-f', 'p.ad'],
+               {'p.ad': 'sum([' + ', '.join(['1'] * 65536) + '])\n'})
+    assert (run.code, run.out) == (0, '65536.0\n')

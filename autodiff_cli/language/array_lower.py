@@ -11,6 +11,12 @@ from collections import namedtuple
 
 from ..core.graph import Graph
 
+MAX_AXES = 3   # as core.tensors.MAX_AXES, which is not imported here: NumPy's path only
+# Numbers in the array literals of one program, counted as they are read
+# (lower.arguments counts a long list before its end): a file holding a
+# literal of 10^7 numbers is refused at once; a large array comes from a file.
+MAX_LITERAL = 2 ** 16
+
 # An argument written NAME=value: its name, where it starts, and its value.
 Keyword = namedtuple('Keyword', 'name start value')
 
@@ -81,8 +87,11 @@ class ArrayLowering:
                  for j in order]
         from ..core import tensors
         from ..core.passes import forward
-        result = forward(Graph(nodes, place[node_id], {}, {}, self.source), {},
-                         tensors.algebra())[place[node_id]]
+        graph = Graph(nodes, place[node_id], {}, {}, self.source)
+        tensors.shapes(graph, {})   # 2 @ 3 or [1][0][0] in a constant: refused, with a caret
+        k = tensors.algebra()
+        with k.np.errstate(all='ignore'):
+            result = forward(graph, {}, k)[place[node_id]]
         self.drop_tail({j ^ self.flip for j in needed if (j < 0) == (self.flip == -1)})
         return result
 
@@ -139,11 +148,21 @@ class ArrayLowering:
                     raise self.error(f'a ragged array literal: element {k + 1} has shape '
                                      f'{_shown(shape)}, element 1 {_shown(shapes[0])}',
                                      elements[k][0])
+            if len(shapes[0]) >= MAX_AXES:   # checked as it nests: [[[[…]]]] stops at once
+                raise self.error(f'an array literal of {len(shapes[0]) + 1} axes; adgrad takes '
+                                 f'at most {MAX_AXES}', start)
+            self.literal_entries += len(ids) if shapes[0] == () else 0
+            if self.literal_entries > MAX_LITERAL:
+                self.literal_too_large(elements[-1])
             self.drop_tail({j ^ self.flip for j in ids})
             folded = np.array(values, dtype=np.float64)
             stack[-1] = (start, end, self.emit('const', (), (start, end), value=folded))
             return
         stack[-1] = (start, end, self.emit('stack', tuple(ids), (start, end)))
+
+    def literal_too_large(self, element):
+        raise self.error(f'the array literals hold more than {MAX_LITERAL} numbers; bind a '
+                         'large array from a file instead, such as W=@w.npy', element[0])
 
     def index(self, stack, size):
         self.has_arrays()
@@ -292,6 +311,13 @@ class ArrayLowering:
         if not 1 <= len(sizes) <= (2 if name == 'eye' else 3) or any(n <= 0 for n in sizes):
             raise self.error(f'{name}() takes {"1 or 2" if name == "eye" else "1 to 3"} '
                              'positive sizes', span[0])
+        from ..core.tensors import MAX_ENTRIES
+        entries = sizes[0] * (sizes[0] if name == 'eye' and len(sizes) == 1 else 1)
+        for n in sizes[1:]:
+            entries *= n
+        if entries > MAX_ENTRIES:
+            raise self.error(f'{name}({", ".join(map(str, sizes))}) would hold {entries} entries; '
+                             f'adgrad takes at most {MAX_ENTRIES} in one array', span[0])
         value = np.eye(*sizes) if name == 'eye' else getattr(np, name)(tuple(sizes))
         return self.emit('const', (), span, value=value)
 

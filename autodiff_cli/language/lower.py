@@ -25,7 +25,7 @@ from ..core.branches import shifted
 from ..core.graph import Branch, Graph, Node
 from ..core.primitives import CONSTANTS, FUNCTIONS, LOGIC, NUMBERS
 from ..errors import AdgradError, did_you_mean
-from .array_lower import ARRAY_NAMES, REDUCING, ArrayLowering, Keyword
+from .array_lower import ARRAY_NAMES, MAX_LITERAL, REDUCING, ArrayLowering, Keyword
 from .copier import LARGEST, WARM, copier
 from .parse import parse
 
@@ -174,6 +174,7 @@ class Lowering(ArrayLowering):
         self.input_ids = {}          # variable name -> input node id
         self.defaults = {}
         self.shapes = None        # of an array program: name -> the shape its `input` declares
+        self.literal_entries = 0  # in the array literals read so far (MAX_LITERAL)
         self.declared = set()     # names declared with `input`
         self.names = {}           # name -> node id of its current version
         self.versions = {}        # name -> how many versions it has had
@@ -371,8 +372,12 @@ class Lowering(ArrayLowering):
         branches = [shifted(b, -first) for b in self.branches if b.node >= first]
         graph = Graph(nodes, node_id - first, {}, {}, self.source, tuple(branches))
         from ..core import tensors
-        value = forward(graph, {}, tensors.algebra() if tensors.has_arrays(nodes)
-                        else NUMBERS)[node_id - first]
+        if tensors.has_arrays(nodes):   # shapes first: `input c = 2 @ 3` is refused, with a caret
+            tensors.shapes(graph, {})
+            with tensors.algebra().np.errstate(all='ignore'):
+                value = forward(graph, {}, tensors.algebra())[node_id - first]
+        else:
+            value = forward(graph, {}, NUMBERS)[node_id - first]
         del self.nodes[first:]
         self.branches = [b for b in self.branches if b.node < first]
         return value
@@ -499,6 +504,8 @@ class Lowering(ArrayLowering):
             value = stack.pop()
             del stack[-1]
             stack[-1].append(value)
+            if len(stack[-1]) > MAX_LITERAL and stack[-2][-1] == '[':   # a literal's, as read
+                self.literal_too_large(value)
 
     def compare(self, stack, size):
         (start, _, a), (_, _, _, op), (_, end, b) = stack[-3:]
