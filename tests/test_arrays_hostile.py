@@ -137,6 +137,17 @@ def test_a_single_number_in_a_file_is_a_number_for_every_command(tmp_path, monke
     assert json.loads(run.out) == {'a': -0.5, 'value': -0.5, 'd_a': 1.0}   # min'(a) = 1 for a < 1
 
 
+def test_nodes_of_an_array_if_show_both_sides(tmp_path, monkeypatch):
+    """An `if` over arrays runs both sides entry by entry: --nodes lists every
+    node (found: it asked whether the condition array was true, and crashed)."""
+    run = _run(tmp_path, monkeypatch, ['grad', 'sum(if(x > 0, x, 2))', 'x=[1, 0]', '--nodes',
+                                       '--json'], {})
+    assert run.code == 0, run
+    out = json.loads(run.out)
+    assert out['value'] == 3.0 and out['gradient'] == {'x': [1.0, 0.0]}   # 1 + 2; d/dx only where x > 0
+    assert [n['op'] for n in out['nodes']] == ['input', 'const', 'gt', 'const', 'if', 'sum']
+
+
 def test_size_names_that_agree_are_taken(tmp_path, monkeypatch):
     run = _run(tmp_path, monkeypatch, ['eval', 'input W[m, n], v[n]\nsum(W @ v)',
                                        'W=[[1, 2]]', 'v=[3, 4]'], {})
