@@ -148,6 +148,17 @@ def test_nodes_of_an_array_if_show_both_sides(tmp_path, monkeypatch):
     assert [n['op'] for n in out['nodes']] == ['input', 'const', 'gt', 'const', 'if', 'sum']
 
 
+def test_nodes_json_of_a_zero_dimensional_value(tmp_path, monkeypatch):
+    """logdet's value is a 0-d array: --nodes --json writes it as a number."""
+    run = _run(tmp_path, monkeypatch, ['grad', 'logdet(A)', 'A=[[2, 0], [0, 4]]', '--nodes',
+                                       '--json'], {})
+    assert run.code == 0, run
+    out = json.loads(run.out)
+    assert out['value'] == pytest.approx(np.log(8.0))
+    assert out['gradient']['A'] == [[0.5, 0.0], [0.0, 0.25]]   # A^-T
+    assert out['nodes'][-1]['value'] == pytest.approx(np.log(8.0))
+
+
 def test_size_names_that_agree_are_taken(tmp_path, monkeypatch):
     run = _run(tmp_path, monkeypatch, ['eval', 'input W[m, n], v[n]\nsum(W @ v)',
                                        'W=[[1, 2]]', 'v=[3, 4]'], {})

@@ -69,4 +69,6 @@ def json_number(x):
     from ..core.numbers import number
     if type(x) is not float and getattr(x, 'ndim', 0):   # an array: nested lists
         return [json_number(v) for v in (x.tolist() if x.ndim == 1 else x)]
+    if type(x) is not float and hasattr(x, 'ndim'):   # a 0-d array (logdet's), as the float it is
+        x = float(x)
     return x if x - x == 0 else number(x)   # x - x is nan exactly for inf and nan
