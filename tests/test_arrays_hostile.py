@@ -159,6 +159,16 @@ def test_nodes_json_of_a_zero_dimensional_value(tmp_path, monkeypatch):
     assert out['nodes'][-1]['value'] == pytest.approx(np.log(8.0))
 
 
+def test_logdet_of_a_singular_matrix_is_minus_inf_and_no_crash(tmp_path, monkeypatch):
+    """log det of a singular matrix is -inf, its gradient unbounded: nan here
+    (torch's ±inf there follow the sign of a zero), a warning, exit 0."""
+    run = _run(tmp_path, monkeypatch, ['grad', 'logdet(A)', 'A=[[1, 2], [1, 2]]', '--json'], {})
+    assert run.code == 0, run
+    assert json.loads(run.out) == {'value': '-inf', 'gradient': {'A': [['nan', 'nan'],
+                                                                       ['nan', 'nan']]}}
+    assert run.err.startswith('adgrad: warning: ')
+
+
 def test_size_names_that_agree_are_taken(tmp_path, monkeypatch):
     run = _run(tmp_path, monkeypatch, ['eval', 'input W[m, n], v[n]\nsum(W @ v)',
                                        'W=[[1, 2]]', 'v=[3, 4]'], {})

@@ -291,6 +291,8 @@ def logdet_vjp(k, g, out, a):
     np = k.np
     if np.isnan(out):
         return (np.zeros(np.shape(a)),)
+    if out == -np.inf:   # singular: unbounded, where torch's ±inf follow the sign of a zero
+        return (np.full(np.shape(a), np.nan),)
     return (np.linalg.solve(_t(np, a), g * np.eye(np.shape(a)[0])),)
 
 
