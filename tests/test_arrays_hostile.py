@@ -180,3 +180,21 @@ def test_a_literal_of_many_numbers_is_still_taken(tmp_path, monkeypatch):
     run = _run(tmp_path, monkeypatch, ['eval', '-f', 'p.ad'],
                {'p.ad': 'sum([' + ', '.join(['1'] * 65536) + '])\n'})
     assert (run.code, run.out) == (0, '65536.0\n')
+
+
+@pytest.mark.parametrize('expr, point, want', [
+    # d/dx log(x) = 1/x where x > 0; the entry at 0 takes the other side: 0
+    ('sum(if(x > 0, log(x), 0))', ['x=[1, 0]'], {'x': [1.0, 0.0]}),
+    ('sum(where(x > 0, log(x), 0))', ['x=[4, 0]'], {'x': [0.25, 0.0]}),
+    ('sum(if(x > 0, sqrt(x), 0) * 2 + x)', ['x=[1, 0]'], {'x': [2.0, 1.0]}),   # 2/(2√1) + 1; 0 + 1
+    # a scalar broadcast into both sides: d/ds of [log(1)*s, s] summed is log(1) + 1
+    ('sum(if(x > 0, log(x) * s, s))', ['x=[1, 0]', 's=2'], {'s': 1.0, 'x': [2.0, 0.0]}),
+    ('sum(if(c > 0, log(x), 0))', ['x=[1, 0]', 'c=[[1, -1], [1, -1]]'],
+     {'c': [[0.0, 0.0], [0.0, 0.0]], 'x': [2.0, 0.0]}),
+])
+def test_an_array_if_leaks_no_nan_from_the_side_not_taken(tmp_path, monkeypatch, expr, point, want):
+    """As for scalars (and unlike torch.where), the side an entry did not take
+    sends it no gradient, not 0 * inf = nan (found: d_x was [1.0, nan])."""
+    run = _run(tmp_path, monkeypatch, ['grad', expr, *point, '--json'], {})
+    assert run.code == 0, run
+    assert json.loads(run.out)['gradient'] == want

@@ -38,22 +38,74 @@ def algebra():
 
 class Unbroadcast:
     """Cotangents meet at an argument in its own shape: a broadcast one is
-    summed over the axes broadcasting added or stretched."""
+    summed over the axes broadcasting added or stretched.
+
+    An `if` (and where) over arrays runs both sides; as branches.LiveRows
+    does for batches, live[i] holds the entries of node i a gradient has
+    reached (True: all), so the side an entry did not take adds -0.0 there,
+    never its 0 * inf = nan."""
 
     def __init__(self, graph, values, grads, algebra):
-        self.values, self.grads, self.np = values, grads, algebra.np
+        self.nodes, self.values, self.grads, self.np = graph.nodes, values, grads, algebra.np
+        self.live = [True] * len(values)
 
     def __call__(self, i, args, cotangents):
-        np, grads = self.np, self.grads
-        for a, da in zip(args, cotangents):
-            if da is None:
+        np, grads, live, values = self.np, self.grads, self.live, self.values
+        rows = live[i]
+        node = self.nodes[i]
+        if rows is not True and PRIMITIVES[node.op].kind == TENSOR:
+            # entries mix here: what the dead ones hold (nan) must not reach live ones
+            cotangents = self._rerun(i, args, np.where(rows, grads[i], 0.0))
+            rows = True
+        if node.op == 'if':
+            taken = np.asarray(values[args[0]]) != 0
+            reach = (False, _settle(np, rows & taken), _settle(np, rows & ~taken))
+        else:
+            reach = (rows,) * len(args)
+        for a, da, rows_a in zip(args, cotangents, reach):
+            if da is None or rows_a is False:
                 continue
-            da = sum_to(np, da, np.shape(self.values[a]))
-            grads[a] = da if grads[a] is None else grads[a] + da
+            shape = np.shape(values[a])
+            if rows_a is not True:   # the dead entries out (-0.0), before any sum mixes them in
+                full = np.broadcast_shapes(np.shape(da), np.shape(rows_a))
+                mask = np.broadcast_to(rows_a, full)
+                da = np.where(mask, np.broadcast_to(da, full), -0.0)
+                rows_a = _settle(np, any_to(np, mask, shape))
+            da = sum_to(np, da, shape)
+            if grads[a] is None:
+                grads[a], live[a] = da, rows_a
+            elif live[a] is True:
+                grads[a] = grads[a] + da
+                live[a] = True
+            else:
+                grads[a] = np.where(live[a], grads[a], -0.0) + da
+                live[a] = True if rows_a is True else _settle(np, live[a] | rows_a)
+
+    def _rerun(self, i, args, g):
+        from .passes import RULES
+        values = self.values
+        return RULES[self.nodes[i].op](algebra(), g, values[i], *[values[a] for a in args])
 
     def result(self):
         np = self.np
-        return [np.zeros(np.shape(v)) if g is None else g for g, v in zip(self.grads, self.values)]
+        return [np.zeros(np.shape(v)) if g is None else g if rows is True else
+                np.where(rows, g, 0.0) for g, v, rows in zip(self.grads, self.values, self.live)]
+
+
+def _settle(np, rows):
+    """An entry mask as True (every entry), False (none) or the boolean array."""
+    rows = np.asarray(rows)
+    return True if rows.all() else rows if rows.any() else False
+
+
+def any_to(np, mask, shape):
+    """A boolean mask reduced by `any` to `shape`, which it broadcasts from."""
+    if np.shape(mask) == shape:
+        return mask
+    extra = np.ndim(mask) - len(shape)
+    mask = np.any(mask, axis=tuple(range(extra))) if extra > 0 else mask
+    stretched = tuple(k for k, n in enumerate(shape) if n == 1 and np.shape(mask)[k] != 1)
+    return np.any(mask, axis=stretched, keepdims=True) if stretched else mask
 
 
 def sum_to(np, value, shape):
