@@ -198,3 +198,16 @@ def test_an_array_if_leaks_no_nan_from_the_side_not_taken(tmp_path, monkeypatch,
     run = _run(tmp_path, monkeypatch, ['grad', expr, *point, '--json'], {})
     assert run.code == 0, run
     assert json.loads(run.out)['gradient'] == want
+
+
+@pytest.mark.parametrize('expr', ['mean(solve(a + 5 * eye(2), b))', 'det(a + 5 * eye(2))'])
+def test_solve_and_det_at_an_infinite_matrix_are_nan_not_a_crash(tmp_path, monkeypatch, expr):
+    """An inf entry makes LAPACK's LU meet an exact zero pivot in the
+    backward solve (found by the fuzzer, campaign seed 20261204A case 4285:
+    LinAlgError, exit 70): the value and gradient are nan, with warnings."""
+    files = {'a.json': '[[-1.8, Infinity], [-0.0, -1.9]]', 'b.npy': _npy(np.array([[1.2], [-1.9]]))}
+    run = _run(tmp_path, monkeypatch, ['grad', expr, 'a=@a.json', 'b=@b.npy', '--json'], files)
+    assert run.code == 0, run
+    out = json.loads(run.out)
+    assert out['value'] == 'nan' and out['gradient']['a'] == [['nan', 'nan'], ['nan', 'nan']]
+    assert run.err.startswith('adgrad: warning: ')

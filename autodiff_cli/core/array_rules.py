@@ -184,6 +184,16 @@ def _t(np, a):
     return np.swapaxes(a, -1, -2) if np.ndim(a) >= 2 else a
 
 
+def _solve(np, a, b):
+    """solve(a, b), nan where a is singular: a matrix holding inf or nan,
+    whose forward value is already nan, gives LAPACK an exact zero pivot."""
+    try:
+        return np.linalg.solve(a, b)
+    except np.linalg.LinAlgError:
+        return np.full(np.broadcast_shapes(np.shape(b), np.shape(a)[:-1] + np.shape(b)[-1:])
+                       if np.ndim(b) > 1 else np.shape(b), np.nan)
+
+
 def matmul_vjp(k, g, out, a, b):
     np = k.np
     if np.ndim(a) == 1 and np.ndim(b) == 1:
@@ -282,7 +292,7 @@ def det_vjp(k, g, out, a):
     np = k.np
     if out == 0:
         return (np.zeros(np.shape(a)),)
-    return (np.linalg.solve(_t(np, a), g * out * np.eye(np.shape(a)[0])),)
+    return (_solve(np, _t(np, a), g * out * np.eye(np.shape(a)[0])),)
 
 
 def logdet_vjp(k, g, out, a):
@@ -293,7 +303,7 @@ def logdet_vjp(k, g, out, a):
         return (np.zeros(np.shape(a)),)
     if out == -np.inf:   # singular: unbounded, where torch's ±inf follow the sign of a zero
         return (np.full(np.shape(a), np.nan),)
-    return (np.linalg.solve(_t(np, a), g * np.eye(np.shape(a)[0])),)
+    return (_solve(np, _t(np, a), g * np.eye(np.shape(a)[0])),)
 
 
 def inv_vjp(k, g, out, a):
@@ -303,7 +313,7 @@ def inv_vjp(k, g, out, a):
 
 def solve_vjp(k, g, out, a, b):
     np = k.np
-    d_b = np.linalg.solve(_t(np, a), g)
+    d_b = _solve(np, _t(np, a), g)
     if np.ndim(b) == 1:
         return -np.outer(d_b, out), d_b
     return -np.matmul(d_b, _t(np, out)), d_b
