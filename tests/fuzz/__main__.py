@@ -194,6 +194,9 @@ def main(argv=None):
                 other[problem.split(':')[0]].append((index, problem))
         if sys.stderr.isatty() and index % 500 == 499:
             print(f'\r{index + 1}/{args.n}', end='', file=sys.stderr, flush=True)
+        elif index % 5000 == 4999:   # a long campaign in the background says how far it is
+            print(f'{index + 1}/{args.n} cases, {sum(map(len, causes.values()))} internal errors',
+                  file=sys.stderr, flush=True)
 
     print(f'adgrad fuzz campaign: {args.n} cases, seed {args.seed!r}, '
           f'{time.monotonic() - started:.0f} s, limit {args.limit:g} s per command line')
