@@ -211,3 +211,18 @@ def test_solve_and_det_at_an_infinite_matrix_are_nan_not_a_crash(tmp_path, monke
     out = json.loads(run.out)
     assert out['value'] == 'nan' and out['gradient']['a'] == [['nan', 'nan'], ['nan', 'nan']]
     assert run.err.startswith('adgrad: warning: ')
+
+
+@pytest.mark.parametrize('source, says', [
+    # found by the campaign (seeds 20261204A and B): OverflowError and TypeError, exit 70
+    ('ones(1e922)', 'a size of ones() must be a whole number, not inf'),
+    ('6 * eye(1e999)', 'a size of eye() must be a whole number, not inf'),
+    ('softmax(eye(2), axis=1e999)', 'the axis of softmax() must be a whole number, not inf'),
+    ('sum(eye(2), axis=0/0)', 'the axis of sum() must be a whole number, not nan'),
+    ('eye(2)[0/0]', 'an index must be a whole number, not nan'),
+    ('f(a=p) = p\nf(1)', 'a block parameter must be a name'),
+])
+def test_an_infinite_size_axis_or_index_and_a_keyword_parameter(tmp_path, monkeypatch, source, says):
+    run = _run(tmp_path, monkeypatch, ['eval', source], {})
+    assert (run.code, run.out) == (2, ''), run
+    assert _one_error(run.err) and says in run.err, run.err

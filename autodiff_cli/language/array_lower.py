@@ -121,8 +121,9 @@ class ArrayLowering:
     def integer(self, value, what):
         number = self.static_value(value, what)
         import numpy as np
-        if np.ndim(number) != 0 or number != int(number):
-            raise self.error(f'{what} must be a whole number, not {number!r}', value[0])
+        if np.ndim(number) != 0 or not np.isfinite(number) or number != int(number):
+            shown = float(number) if np.ndim(number) == 0 else number.tolist()
+            raise self.error(f'{what} must be a whole number, not {shown!r}', value[0])
         return int(number)
 
     # ---- literals, operators, subscripts ----

@@ -406,7 +406,10 @@ class Lowering(ArrayLowering):
         expression is not one). A name seen there for the first time became
         an input node; it was a parameter all along."""
         names = []
-        for start, end, _ in arguments:
+        for argument in arguments:
+            if type(argument) is Keyword:   # f(a=p) = ...
+                raise self.error('a block parameter must be a name', argument.start)
+            start, end, _ = argument
             name = self.source[start:end]
             if not (name.isascii() and name.isidentifier()):   # the grammar's NAME
                 raise self.error('a block parameter must be a name', start)
