@@ -570,7 +570,8 @@ def program_text(rng, output, inputs, values, files, hostile=False):
         shape = inputs[name]
         r = rng.random()
         if r < 0.15 and shape:
-            sizes = [str(n) if rng.random() < 0.6 else 'mnkp'[k] for k, n in enumerate(shape)]
+            # a size that is a name stands for one size in the whole program
+            sizes = [str(n) if rng.random() < 0.6 else f'n{n}' for n in shape]
             if hostile and rng.random() < 0.3:
                 sizes = [str(rng.choice([1, 2, 5])) for _ in range(rng.randint(1, 4))]
             declared.append(f'{name}[{", ".join(sizes)}]')
