@@ -226,3 +226,15 @@ def test_an_infinite_size_axis_or_index_and_a_keyword_parameter(tmp_path, monkey
     run = _run(tmp_path, monkeypatch, ['eval', source], {})
     assert (run.code, run.out) == (2, ''), run
     assert _one_error(run.err) and says in run.err, run.err
+
+
+@pytest.mark.parametrize('argv, says', [
+    # found by the second campaign (seed 20261204D): TypeError and OverflowError, exit 70
+    (['eval', 'max(foo=1, c)', 'c=[1, 2]'], 'a NAME=value argument comes after the others'),
+    (['eval', 'f(a, b) = a + b\nf(q=1, c)', 'c=1'], 'f() takes no NAME=value arguments'),
+    (['eval', 'reshape(a, shape=[1e999])', 'a=[1]'], 'a shape is a list of whole numbers'),
+])
+def test_a_keyword_before_a_value_and_an_infinite_shape(tmp_path, monkeypatch, argv, says):
+    run = _run(tmp_path, monkeypatch, argv, {})
+    assert (run.code, run.out) == (2, ''), run
+    assert _one_error(run.err) and says in run.err, run.err

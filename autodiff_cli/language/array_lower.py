@@ -302,7 +302,7 @@ class ArrayLowering:
     def shape_value(self, value):
         import numpy as np
         shape = np.atleast_1d(self.static_value(value, 'a shape'))
-        if shape.ndim != 1 or not all(n == int(n) for n in shape):
+        if shape.ndim != 1 or not np.isfinite(shape).all() or not all(n == int(n) for n in shape):
             raise self.error('a shape is a list of whole numbers, such as [2, 3]', value[0])
         return tuple(int(n) for n in shape)
 

@@ -556,7 +556,7 @@ class Lowering(ArrayLowering):
         block = self.blocks.get(name)
         if block is not None and block.fast is not None and block.grad is None \
                 and self.body is None and len(arguments) == len(block.params) \
-                and type(arguments[-1]) is tuple \
+                and all(type(a) is tuple for a in arguments) \
                 and len(self.nodes) + block.size <= self.limit:
             # instantiate() inlined for a block with its own copy function (so
             # called before): the hot path, once per call in the text.
@@ -570,7 +570,7 @@ class Lowering(ArrayLowering):
             return
         row = FUNCTIONS.get(name)
         if row is not None and len(arguments) == row.arity and block is None \
-                and type(arguments[-1]) is tuple:   # not NAME=value
+                and all(type(a) is tuple for a in arguments):   # no NAME=value
             # emit() inlined for a built-in at its plain arity, once per call in
             # the text; n-ary min, log(x, b) and wrong counts go through function().
             target = self.target
