@@ -238,3 +238,12 @@ def test_a_keyword_before_a_value_and_an_infinite_shape(tmp_path, monkeypatch, a
     run = _run(tmp_path, monkeypatch, argv, {})
     assert (run.code, run.out) == (2, ''), run
     assert _one_error(run.err) and says in run.err, run.err
+
+
+def test_trace_sends_its_gradient_to_the_diagonal_alone(tmp_path, monkeypatch):
+    """An infinite cotangent reaches trace's diagonal as inf and leaves the rest
+    0, as torch's trace backward does (found: nan off the diagonal, 0 * inf)."""
+    run = _run(tmp_path, monkeypatch, ['grad', 'exp(exp(exp(trace(c))))', 'c=[[3, 1], [1, 3]]',
+                                       '--json'], {})
+    assert run.code == 0, run
+    assert json.loads(run.out)['gradient'] == {'c': [['inf', 0.0], [0.0, 'inf']]}
