@@ -273,7 +273,9 @@ def _nest(flat, shape):
 def _num(x):
     if isinstance(x, list):
         return '[' + ', '.join(_num(v) for v in x) + ']'
-    return repr(float(x)) if float(x) != int(x) or abs(x) > 1e15 else str(int(x))
+    if float(x) != int(x) or abs(x) > 1e15 or math.copysign(1.0, x) < 0 and x == 0:
+        return repr(float(x))   # -0.0 too: atan2 tells it from 0
+    return str(int(x))
 
 
 def _key(k):
