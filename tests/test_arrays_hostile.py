@@ -247,3 +247,12 @@ def test_trace_sends_its_gradient_to_the_diagonal_alone(tmp_path, monkeypatch):
                                        '--json'], {})
     assert run.code == 0, run
     assert json.loads(run.out)['gradient'] == {'c': [['inf', 0.0], [0.0, 'inf']]}
+
+
+def test_the_1_norm_of_a_nan_entry_sends_it_no_gradient(tmp_path, monkeypatch):
+    """norm(x, 1)' is torch's sgn(x), 0 at nan (third campaign, seed 20261204F
+    cases 9468 and 19308: nan where torch has -0.0): log(-1) is nan, so its
+    entry gets 0 / -1 = -0.0, and log(2)'s gets 1/2."""
+    run = _run(tmp_path, monkeypatch, ['grad', 'norm(log(a), 1)', 'a=[-1, 2]', '--json'], {})
+    assert run.code == 0, run
+    assert json.loads(run.out)['gradient'] == {'a': [-0.0, 0.5]}

@@ -266,8 +266,8 @@ def extreme_vjp(k, g, out, a, axis):
 
 def norm_vjp(k, g, out, a, order):
     np = k.np
-    if order == 1:
-        return np.sign(a) * g, None
+    if order == 1:   # torch.sgn: 0 at nan, so a nan entry sends the others no nan
+        return np.where(a > 0, 1.0, np.where(a < 0, -1.0, 0.0)) * g, None
     return a * np.where(out == 0, 0.0, g / out), None   # torch masks the origin to 0
 
 
