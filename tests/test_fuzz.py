@@ -3,7 +3,8 @@
 The generators and properties are tests/fuzz/gen.py and tests/fuzz/check.py:
 exit 0, 1 or 2 and never 70; nothing on stdout on exit 2; an answer within
 LIMIT seconds; the same numbers from a single point, a batch row and the
-program with its blocks inlined. Hypothesis drives each generator through a
+program with its blocks inlined; for array programs, one error line on
+exit 1 or 2, and gradients that agree with torch float64. Hypothesis drives each generator through a
 random.Random it can shrink, derandomized so that CI sees the same cases every
 run; the long campaign (`python -m tests.fuzz --n 100000 --seed S`) explores.
 Set ADGRAD_FUZZ_EXAMPLES to run more cases per kind here.
@@ -64,6 +65,45 @@ def test_points_files(rng):
 @given(st.randoms(use_true_random=False))
 def test_single_point_batch_and_inlined_program_agree(rng):
     check(gen.numbers_case(rng))
+
+
+ARRAY_EXAMPLES = int(os.environ.get('ADGRAD_FUZZ_ARRAY_EXAMPLES', '40'))
+
+
+@pytest.mark.parametrize('kind', ['tensor', 'arrays', 'array_text'])
+def test_array_programs(kind):
+    """A deterministic sample of the array kinds (tests/fuzz/arrays.py): a
+    well-shaped program whose grad agrees with torch float64, hostile shapes,
+    values and files, and array text with syntax near-misses."""
+    if kind == 'tensor':
+        pytest.importorskip('torch')
+    for seed in range(ARRAY_EXAMPLES):
+        check(gen.hostile_case(random.Random(f'ci-{kind}:{seed}'), (kind,)))
+
+
+def test_the_torch_oracle_finds_a_wrong_gradient():
+    """A tensor case whose gradient is off by one entry is a wrong number."""
+    pytest.importorskip('torch')
+    import json
+    from tests.helpers import Run
+    case = {'kind': 'tensor', 'argv': [], 'files': {}, 'block': False,
+            'tree': ('red', 'sum', ('un', 'sin', ('var', 'x')), None, 'none'),
+            'inputs': {'x': (2,)}, 'values': {'x': [0.5, -1.0]}}
+    import math
+    right = {'value': math.sin(0.5) + math.sin(-1.0),
+             'gradient': {'x': [math.cos(0.5), math.cos(-1.0)]}}
+    assert problems(case, [Run(0, json.dumps(right), '')]) == []
+    wrong = {**right, 'gradient': {'x': [math.cos(0.5), math.cos(-1.0) * (1 + 1e-6)]}}
+    assert problems(case, [Run(0, json.dumps(wrong), '')])[0].startswith('wrong numbers: x = ')
+
+
+def test_an_error_is_one_line():
+    """Exit 2 with anything but one error line (and its source and caret) is found."""
+    from tests.helpers import Run
+    case = {'kind': 'arrays'}
+    assert problems(case, [Run(2, '', 'adgrad: error: bad (column 2)\n  xy\n   ^\n')]) == []
+    assert problems(case, [Run(2, '', 'adgrad: warning: w\nadgrad: error: bad\n')]) == []
+    assert problems(case, [Run(2, '', 'x.py:29: UserWarning: no data\nadgrad: error: bad\n')])
 
 
 def test_the_campaign_reports_counts(capsys):

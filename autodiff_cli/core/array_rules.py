@@ -199,6 +199,16 @@ def _t(np, a):
     return np.swapaxes(a, -1, -2) if np.ndim(a) >= 2 else a
 
 
+def _solve(np, a, b):
+    """solve(a, b), nan where a is singular: a matrix holding inf or nan,
+    whose forward value is already nan, gives LAPACK an exact zero pivot."""
+    try:
+        return np.linalg.solve(a, b)
+    except np.linalg.LinAlgError:
+        return np.full(np.broadcast_shapes(np.shape(b), np.shape(a)[:-1] + np.shape(b)[-1:])
+                       if np.ndim(b) > 1 else np.shape(b), np.nan)
+
+
 def matmul_vjp(k, g, out, a, b):
     np = k.np
     if np.ndim(a) == 1 and np.ndim(b) == 1:
@@ -272,8 +282,8 @@ def extreme_vjp(k, g, out, a, axis):
 
 def norm_vjp(k, g, out, a, order):
     np = k.np
-    if order == 1:
-        return np.sign(a) * g, None
+    if order == 1:   # torch.sgn: 0 at nan, so a nan entry sends the others no nan
+        return np.where(a > 0, 1.0, np.where(a < 0, -1.0, 0.0)) * g, None
     return a * np.where(out == 0, 0.0, g / out), None   # torch masks the origin to 0
 
 
@@ -289,7 +299,9 @@ def softmax_vjp(k, g, out, a, axis):
 
 def trace_vjp(k, g, out, a):
     np = k.np
-    return (g * np.eye(*np.shape(a)),)
+    d = np.zeros(np.shape(a))   # g on the diagonal alone: an inf g is no nan off it (0 * inf)
+    np.fill_diagonal(d, g)
+    return (d,)
 
 
 def det_vjp(k, g, out, a):
@@ -300,7 +312,7 @@ def det_vjp(k, g, out, a):
         return (g * np.ones((1, 1)),)
     if out == 0:
         return (np.zeros(np.shape(a)),)
-    return (np.linalg.solve(_t(np, a), g * out * np.eye(np.shape(a)[0])),)
+    return (_solve(np, _t(np, a), g * out * np.eye(np.shape(a)[0])),)
 
 
 def logdet_vjp(k, g, out, a):
@@ -311,7 +323,7 @@ def logdet_vjp(k, g, out, a):
         return (np.zeros(np.shape(a)),)
     if out == -np.inf:   # singular: the cofactors over a zero determinant, inf as torch's
         return (g * _t(np, _adjugate(np, a)) / np.linalg.det(a),)
-    return (np.linalg.solve(_t(np, a), g * np.eye(np.shape(a)[0])),)
+    return (_solve(np, _t(np, a), g * np.eye(np.shape(a)[0])),)
 
 
 def _adjugate(np, a):
@@ -329,7 +341,7 @@ def inv_vjp(k, g, out, a):
 
 def solve_vjp(k, g, out, a, b):
     np = k.np
-    d_b = np.linalg.solve(_t(np, a), g)
+    d_b = _solve(np, _t(np, a), g)
     if np.ndim(b) == 1:
         return -np.outer(d_b, out), d_b
     return -np.matmul(d_b, _t(np, out)), d_b

@@ -76,8 +76,9 @@ def _skipper(graph):
 
 def executed(graph, values):
     """Which nodes ran at this point: all but those in a branch not taken."""
-    if not graph.branches:
-        return [True] * len(graph.nodes)
+    if not graph.branches or any(getattr(values[b.condition], 'ndim', 0)
+                                 for b in graph.branches):
+        return [True] * len(graph.nodes)   # an array's `if` runs both sides, entry by entry
     ran = [node.op == 'input' for node in graph.nodes]
     for i in taken(graph, values):
         ran[i] = True

@@ -15,6 +15,9 @@ from .graph import is_array_program  # noqa: F401 - where the library has looked
 from .primitives import PRIMITIVES, TENSOR
 
 MAX_AXES = 3   # vectors, matrices, and stacks of matrices (a layer per slice)
+# Entries of one value at most: a mistyped size (zeros(100000, 100000)) is
+# refused before it is allocated, not an out-of-memory crash.
+MAX_ENTRIES = 2 ** 27
 
 _ALGEBRA = []
 
@@ -162,15 +165,28 @@ def shapes(graph, inputs):
                 result[i] = row.shape(*given) if row.shape else broadcast(*given)
             except ShapeError as error:
                 raise shape_error(graph, i, str(error), result) from None
-        shape = result[i]
-        if len(shape) > MAX_AXES:
-            raise AdgradError(f'{shown(shape)} has {len(shape)} axes; adgrad takes at most '
-                              f'{MAX_AXES}', graph.source, _column(graph, i))
-        if 0 in shape:
-            raise AdgradError(f'{graph.text(i, 40) or graph.label(i)} is empty, of shape '
-                              f'{shown(shape)}: adgrad has no empty arrays', graph.source,
-                              _column(graph, i))
+        check_shape(graph, i, result[i])
     return result
+
+
+def check_shape(graph, i, shape):
+    """An AdgradError at node i if its shape is one adgrad does not take:
+    more than MAX_AXES axes, no entries (x[3:] of x[3]), or too many."""
+    problem = None
+    if len(shape) > MAX_AXES:
+        problem = f'has {len(shape)} axes; adgrad takes at most {MAX_AXES}'
+    elif 0 in shape:
+        problem = 'is empty: adgrad takes arrays of one entry or more'
+    else:
+        entries = 1
+        for n in shape:
+            entries *= n
+        if entries > MAX_ENTRIES:
+            problem = f'would hold {entries} entries; adgrad takes at most {MAX_ENTRIES}'
+    if problem is not None:
+        what = graph.text(i, 30) or graph.label(i)
+        what += f' (shape {shown(shape)})' if 0 in shape else shown(shape)
+        raise AdgradError(f'{what} {problem}', graph.source, _column(graph, i))
 
 
 def check_declared(graph, node, declared, actual, sizes):

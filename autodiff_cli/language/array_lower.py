@@ -9,6 +9,11 @@ value; a constant literal folds into one 'const' node holding its array.
 
 from ..core.graph import Graph
 
+# Numbers in the array literals of one program, counted as they are read
+# (lower.arguments counts a long list before its end): a file holding a
+# literal of 10^7 numbers is refused at once; a large array comes from a file.
+MAX_LITERAL = 2 ** 16
+
 
 class Keyword:
     """An argument written NAME=value: its name, where it starts, and its value.
@@ -18,11 +23,11 @@ class Keyword:
     def __init__(self, name, start, value):
         self.name, self.start, self.value = name, start, value
 
+
 # Array functions: (op, how many array arguments, static parameters as
 # (name, default) in order; a default of REQUIRED must be given).
 REQUIRED = object()
-MAX_AXES = 3
-MAX_ENTRIES = 10_000_000   # entries of an array that a program makes itself (eye, zeros, ones)
+MAX_AXES = 3   # as core.tensors.MAX_AXES, which is not imported here: NumPy's path only
 MANY = -1
 ARRAY_FUNCTIONS = {
     'sum': ('sum', 1, (('axis', None),)),
@@ -87,10 +92,11 @@ class ArrayLowering:
                  for j in order]
         from ..core import tensors
         from ..core.passes import forward
+        graph = Graph(nodes, place[node_id], {}, {}, self.source)
+        tensors.shapes(graph, {})   # 2 @ 3 or [1][0][0] in a constant: refused, with a caret
         k = tensors.algebra()
-        with k.np.errstate(all='ignore'):   # IEEE results: 1/0 is inf, as everywhere
-            result = forward(Graph(nodes, place[node_id], {}, {}, self.source), {}, k)[
-                place[node_id]]
+        with k.np.errstate(all='ignore'):
+            result = forward(graph, {}, k)[place[node_id]]
         self.drop_tail({j ^ self.flip for j in needed if (j < 0) == (self.flip == -1)})
         return result
 
@@ -120,8 +126,9 @@ class ArrayLowering:
     def integer(self, value, what):
         number = self.static_value(value, what)
         import numpy as np
-        if np.ndim(number) != 0 or number != int(number):
-            raise self.error(f'{what} must be a whole number, not {number!r}', value[0])
+        if np.ndim(number) != 0 or not np.isfinite(number) or number != int(number):
+            shown = float(number) if np.ndim(number) == 0 else number.tolist()
+            raise self.error(f'{what} must be a whole number, not {shown!r}', value[0])
         return int(number)
 
     # ---- literals, operators, subscripts ----
@@ -147,14 +154,21 @@ class ArrayLowering:
                     raise self.error(f'a ragged array literal: element {k + 1} has shape '
                                      f'{_shown(shape)}, element 1 {_shown(shapes[0])}',
                                      elements[k][0])
-            if len(shapes[0]) >= MAX_AXES:
-                raise self.error(f'an array literal of more than {MAX_AXES} axes: adgrad takes '
+            if len(shapes[0]) >= MAX_AXES:   # checked as it nests: [[[[…]]]] stops at once
+                raise self.error(f'an array literal of {len(shapes[0]) + 1} axes; adgrad takes '
                                  f'at most {MAX_AXES}', start)
+            self.literal_entries += len(ids) if shapes[0] == () else 0
+            if self.literal_entries > MAX_LITERAL:
+                self.literal_too_large(elements[-1])
             self.drop_tail({j ^ self.flip for j in ids})
             folded = np.array(values, dtype=np.float64)
             stack[-1] = (start, end, self.emit('const', (), (start, end), value=folded))
             return
         stack[-1] = (start, end, self.emit('stack', tuple(ids), (start, end)))
+
+    def literal_too_large(self, element):
+        raise self.error(f'the array literals hold more than {MAX_LITERAL} numbers; bind a '
+                         'large array from a file instead, such as W=@w.npy', element[0])
 
     def index(self, stack, size):
         self.has_arrays()
@@ -293,7 +307,7 @@ class ArrayLowering:
     def shape_value(self, value):
         import numpy as np
         shape = np.atleast_1d(self.static_value(value, 'a shape'))
-        if shape.ndim != 1 or not all(n == int(n) for n in shape):
+        if shape.ndim != 1 or not np.isfinite(shape).all() or not all(n == int(n) for n in shape):
             raise self.error('a shape is a list of whole numbers, such as [2, 3]', value[0])
         return tuple(int(n) for n in shape)
 
@@ -303,13 +317,13 @@ class ArrayLowering:
         if not 1 <= len(sizes) <= (2 if name == 'eye' else 3) or any(n <= 0 for n in sizes):
             raise self.error(f'{name}() takes {"1 or 2" if name == "eye" else "1 to 3"} '
                              'positive sizes', span[0])
-        entries = sizes[0] * (sizes[-1] if name == 'eye' else 1)
-        for n in sizes[1:] if name != 'eye' else ():
+        from ..core.tensors import MAX_ENTRIES
+        entries = sizes[0] * (sizes[0] if name == 'eye' and len(sizes) == 1 else 1)
+        for n in sizes[1:]:
             entries *= n
         if entries > MAX_ENTRIES:
-            raise self.error(f'{name}() of {entries:,} entries: adgrad makes at most '
-                             f'{MAX_ENTRIES:,} in a program (bind a larger array with @FILE)',
-                             span[0])
+            raise self.error(f'{name}({", ".join(map(str, sizes))}) would hold {entries} entries; '
+                             f'adgrad takes at most {MAX_ENTRIES} in one array', span[0])
         value = np.eye(*sizes) if name == 'eye' else getattr(np, name)(tuple(sizes))
         return self.emit('const', (), span, value=value)
 

@@ -25,7 +25,7 @@ from ..core.branches import shifted
 from ..core.graph import Branch, Graph, Node
 from ..core.primitives import CONSTANTS, FUNCTIONS, LOGIC
 from ..errors import AdgradError, did_you_mean
-from .array_lower import ARRAY_NAMES, REDUCING, ArrayLowering, Keyword
+from .array_lower import ARRAY_NAMES, MAX_LITERAL, REDUCING, ArrayLowering, Keyword
 from .copier import LARGEST, WARM, copier
 from .parse import parse
 
@@ -179,6 +179,7 @@ class Lowering(ArrayLowering):
         self.input_ids = {}          # variable name -> input node id
         self.defaults = {}
         self.shapes = None        # of an array program: name -> the shape its `input` declares
+        self.literal_entries = 0  # in the array literals read so far (MAX_LITERAL)
         self.declared = set()     # names declared with `input`
         self.names = {}           # name -> node id of its current version
         self.versions = {}        # name -> how many versions it has had
@@ -407,7 +408,10 @@ class Lowering(ArrayLowering):
         expression is not one). A name seen there for the first time became
         an input node; it was a parameter all along."""
         names = []
-        for start, end, _ in arguments:
+        for argument in arguments:
+            if type(argument) is Keyword:   # f(a=p) = ...
+                raise self.error('a block parameter must be a name', argument.start)
+            start, end, _ = argument
             name = self.source[start:end]
             if not (name.isascii() and name.isidentifier()):   # the grammar's NAME
                 raise self.error('a block parameter must be a name', start)
@@ -505,6 +509,8 @@ class Lowering(ArrayLowering):
             value = stack.pop()
             del stack[-1]
             stack[-1].append(value)
+            if len(stack[-1]) > MAX_LITERAL and stack[-2][-1] == '[':   # a literal's, as read
+                self.literal_too_large(value)
 
     def compare(self, stack, size):
         (start, _, a), (_, _, _, op), (_, end, b) = stack[-3:]
@@ -552,7 +558,7 @@ class Lowering(ArrayLowering):
         block = self.blocks.get(name)
         if block is not None and block.fast is not None and block.grad is None \
                 and self.body is None and len(arguments) == len(block.params) \
-                and type(arguments[-1]) is tuple \
+                and all(type(a) is tuple for a in arguments) \
                 and len(self.nodes) + block.size <= self.limit:
             # instantiate() inlined for a block with its own copy function (so
             # called before): the hot path, once per call in the text.
@@ -566,7 +572,7 @@ class Lowering(ArrayLowering):
             return
         row = FUNCTIONS.get(name)
         if row is not None and len(arguments) == row.arity and block is None \
-                and type(arguments[-1]) is tuple:   # not NAME=value
+                and all(type(a) is tuple for a in arguments):   # no NAME=value
             # emit() inlined for a built-in at its plain arity, once per call in
             # the text; n-ary min, log(x, b) and wrong counts go through function().
             target = self.target

@@ -1,4 +1,5 @@
-"""A long fuzz campaign: `python -m tests.fuzz --n 100000 --seed 1`.
+"""A long fuzz campaign: `python -m tests.fuzz --n 100000 --seed 1`
+(`--kinds tensor,arrays,array_text` for array programs alone).
 
 Generates N cases (tests/fuzz/gen.py), runs each in-process through main() in
 a worker process, and reports counts: exit codes, hangs, internal errors
@@ -16,19 +17,19 @@ import sys
 import time
 
 from tests.fuzz.check import Hang, execute, internal_error, problems
-from tests.fuzz.gen import hostile_case
+from tests.fuzz.gen import KINDS, hostile_case
 from tests.helpers import Run
 
 MEMORY = 4 << 30   # bytes of address space per worker: a blow-up is a MemoryError, not a dead machine
 
 
-def case_for(seed, index):
-    return hostile_case(random.Random(f'{seed}:{index}'))
+def case_for(seed, index, kinds=KINDS):
+    return hostile_case(random.Random(f'{seed}:{index}'), kinds)
 
 
 # ---- the worker ----
 
-def _worker(conn, seed, limit):
+def _worker(conn, seed, limit, kinds):
     import resource
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY, MEMORY))
     while True:
@@ -36,24 +37,25 @@ def _worker(conn, seed, limit):
         if job is None:
             return
         index, case = job
-        case = case or case_for(seed, index)
+        case = case or case_for(seed, index, kinds)
         try:
             runs = execute(case, limit)
         except Hang:
             conn.send(('hang', None))
             continue
-        conn.send(('done', [(r.code, r.out[:2000], r.err[-2000:]) for r in runs]))
+        # a tensor case's gradients are read whole from its JSON
+        conn.send(('done', [(r.code, r.out[:100_000], r.err[-2000:]) for r in runs]))
 
 
 class Worker:
-    def __init__(self, seed, limit):
-        self.seed, self.limit = seed, limit
+    def __init__(self, seed, limit, kinds=KINDS):
+        self.seed, self.limit, self.kinds = seed, limit, kinds
         self._start()
 
     def _start(self):
         self.conn, child = multiprocessing.Pipe()
-        self.process = multiprocessing.Process(target=_worker, args=(child, self.seed, self.limit),
-                                               daemon=True)
+        self.process = multiprocessing.Process(
+            target=_worker, args=(child, self.seed, self.limit, self.kinds), daemon=True)
         self.process.start()
 
     def run(self, index, case=None):
@@ -164,15 +166,21 @@ def main(argv=None):
     parser.add_argument('--seed', default='0', help='campaign seed (any text; default 0)')
     parser.add_argument('--limit', type=float, default=5.0, help='seconds per command line')
     parser.add_argument('--repros', type=int, default=3, help='repros shrunk and shown per cause')
+    parser.add_argument('--kinds', default=','.join(KINDS),
+                        help=f'kinds of case, comma-separated (default {",".join(KINDS)})')
     args = parser.parse_args(argv)
+    kinds = tuple(args.kinds.split(','))
+    unknown = set(kinds) - set(KINDS)
+    if unknown:
+        parser.error(f'unknown kinds: {", ".join(sorted(unknown))}')
 
     started = time.monotonic()
-    worker = Worker(args.seed, args.limit)
-    codes, kinds = collections.Counter(), collections.Counter()
+    worker = Worker(args.seed, args.limit, kinds)
+    codes, counts = collections.Counter(), collections.Counter()
     causes, hangs, other = collections.defaultdict(list), [], collections.defaultdict(list)
     for index in range(args.n):
-        case = case_for(args.seed, index)
-        kinds[case['kind']] += 1
+        case = case_for(args.seed, index, kinds)
+        counts[case['kind']] += 1
         status, raw = worker.run(index)
         if status == 'hang':
             hangs.append(index)
@@ -186,27 +194,30 @@ def main(argv=None):
                 other[problem.split(':')[0]].append((index, problem))
         if sys.stderr.isatty() and index % 500 == 499:
             print(f'\r{index + 1}/{args.n}', end='', file=sys.stderr, flush=True)
+        elif index % 5000 == 4999:   # a long campaign in the background says how far it is
+            print(f'{index + 1}/{args.n} cases, {sum(map(len, causes.values()))} internal errors',
+                  file=sys.stderr, flush=True)
 
     print(f'adgrad fuzz campaign: {args.n} cases, seed {args.seed!r}, '
           f'{time.monotonic() - started:.0f} s, limit {args.limit:g} s per command line')
-    print('cases by kind: ' + ', '.join(f'{k} {v}' for k, v in sorted(kinds.items())))
+    print('cases by kind: ' + ', '.join(f'{k} {v}' for k, v in sorted(counts.items())))
     print('exit codes:    ' + ', '.join(f'{k}: {v}' for k, v in sorted(codes.items())))
     print(f'internal errors (exit 70): {sum(map(len, causes.values()))} '
           f'in {len(causes)} distinct causes')
     print(f'hangs (over {args.limit:g} s): {len(hangs)}')
     for name in ('stdout on exit 2', 'wrong numbers', 'readers differ', 'traceback on stderr',
-                 'exit'):
+                 'not one error line', 'exit'):
         print(f'{name}: {len(other.get(name, []))}')
     for cause, indices in sorted(causes.items(), key=lambda kv: -len(kv[1])):
         print(f'\n--- exit 70, {len(indices)}x: {cause}')
         for index in indices[:args.repros]:
-            small = shrink(worker, case_for(args.seed, index), cause)
+            small = shrink(worker, case_for(args.seed, index, kinds), cause)
             print(f'  case {index}, minimised:\n{describe(small)}')
     for index in hangs[:args.repros]:
-        print(f'\n--- hang: case {index}\n{describe(case_for(args.seed, index))}')
+        print(f'\n--- hang: case {index}\n{describe(case_for(args.seed, index, kinds))}')
     for name, items in other.items():
         for index, problem in items[:args.repros]:
-            case = case_for(args.seed, index)
+            case = case_for(args.seed, index, kinds)
             runs = case.get('runs') or [case['argv']]
             print(f'\n--- {problem}: case {index}')
             for argv in runs:

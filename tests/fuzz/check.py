@@ -2,6 +2,10 @@
 
 - the exit code is 0, 1 or 2, never 70 (a bug) nor anything else;
 - nothing on stdout when the exit is 2, and no traceback on stderr;
+- on exit 1 or 2, one error line on stderr (after any warnings), with the
+  source line and its caret when the error has a column;
+- for a tensor case (an array program, tests/fuzz/arrays.py): exit 0, and
+  the value and every gradient agree with torch float64 autograd;
 - an answer within a fixed time;
 - for a points case: the same exit code, stdout, stderr and output files
   whether pyarrow reads the CSV or TSV (forced, whatever its size) or
@@ -117,13 +121,96 @@ def problems(case, runs):
             found.append('stdout on exit 2')
         if 'Traceback' in run.err:
             found.append('traceback on stderr')
+        if run.code in (1, 2) and not _one_error(run.err):
+            found.append('not one error line: ' + run.err[-300:])
     if not found and case['kind'] == 'numbers':
         found += _disagreements(case, runs)
+    if not found and case['kind'] == 'tensor':
+        found += _against_torch(case, runs[0])
     if not found and case['kind'] == 'points':
         for fast, slow in zip(runs[0::2], runs[1::2]):
             if (fast.code, fast.out, fast.err) != (slow.code, slow.out, slow.err):
                 found.append('readers differ: pyarrow and Python read the points differently')
     return found
+
+
+def _one_error(err):
+    """Whether stderr is warnings and notes, then one error line, then perhaps its source and caret."""
+    lines = [line for line in err.rstrip('\n').split('\n')
+             if not line.startswith(('adgrad: warning: ', 'adgrad: note: '))]
+    if not lines or not lines[0].startswith('adgrad: error: '):
+        return False
+    if len(lines) == 1:
+        return True
+    return len(lines) == 3 and 'column ' in lines[0] and lines[1].startswith('  ') and \
+        lines[2].strip() == '^'
+
+
+def _against_torch(case, run):
+    """A tensor case's grad --json against torch float64 autograd."""
+    import numpy as np
+    try:
+        import torch
+    except ImportError:
+        return []
+    from tests.fuzz.arrays import torch_value
+    if run.code != 0:
+        return [f'wrong numbers: exit {run.code} for a well-shaped program: {run.err[-300:]}']
+    try:
+        got = json.loads(run.out)
+    except ValueError:
+        return [f'wrong numbers: grad --json wrote no JSON: {run.out[:200]!r}']
+    env = {name: torch.tensor(value, dtype=torch.float64, requires_grad=True)
+           for name, value in case['values'].items()}
+    with np.errstate(all='ignore'):
+        value = torch_value(case['tree'], env)
+        if case.get('block'):
+            value = value * 2 / 2
+        names = sorted(env)
+        grads = torch.autograd.grad(value, [env[n] for n in names], allow_unused=True) \
+            if value.requires_grad else [None] * len(names)
+    wrong = []
+    want = {'value': value.detach().numpy()}
+    want.update({n: (torch.zeros_like(env[n]) if g is None else g).numpy()
+                 for n, g in zip(names, grads)})
+    have = {'value': got['value'], **got['gradient']}
+    for key, expected in want.items():
+        if key not in have:
+            wrong.append(f'wrong numbers: no gradient for {key}')
+            continue
+        actual = np.array(_numbers(have[key]), dtype=float)
+        if actual.shape != expected.shape:
+            wrong.append(f'wrong numbers: {key} has shape {actual.shape}, torch {expected.shape}')
+            continue
+        if not _close(actual, expected):
+            wrong.append(f'wrong numbers: {key} = {actual.tolist()}, torch {expected.tolist()}')
+    return wrong
+
+
+def _numbers(value):
+    if isinstance(value, list):
+        return [_numbers(v) for v in value]
+    return float(value)
+
+
+def _close(actual, expected, rel=1e-9):
+    """Equal within rel, relative to the larger of the entry and the array's
+    largest finite entry (terms cancel in sums); where torch gives nan, any
+    number will do (adgrad's where and if do not leak nan from the untaken
+    side, and torch's may)."""
+    import numpy as np
+    finite = np.isfinite(expected)
+    scale = max([1.0] + [float(np.max(np.abs(expected[finite])))] if finite.any() else [1.0])
+    for a, b in zip(actual.ravel(), expected.ravel()):
+        if math.isnan(b):
+            continue
+        if math.isinf(b) or math.isinf(a) or math.isnan(a):
+            if not (a == b):
+                return False
+            continue
+        if abs(a - b) > rel * max(abs(b), scale):
+            return False
+    return True
 
 
 def _number(x):

@@ -12,7 +12,8 @@ both explore the same space:
 - `command_line`: eval, grad, render, diff, hessian or check with options
   drawn from valid and hostile values;
 - `points_file`: CSV, TSV or JSON Lines with quoting, new lines, odd cells,
-  huge numbers and columns that clash with the output's.
+  huge numbers and columns that clash with the output's;
+- array programs, values and files: tests/fuzz/arrays.py.
 
 A case is a dict: argv, stdin (bytes), files ({name: bytes}), and for a
 numbers case the runs whose numbers must agree.
@@ -219,14 +220,14 @@ HOSTILE = ('#', '#[/]', '\\\n', '\\', '(', ')', ';', '\n', '=', ',', '^', '**', 
            '(' * 3, '#' * 30, ' ' * 10, '"', "'", '{', '`', '$', '%', '!', '@', '&', '|')
 
 
-def mutate(rng, text):
-    """The text with one to four edits; bytes that may not be UTF-8 at all."""
+def mutate(rng, text, tokens=HOSTILE):
+    """The text with one to four edits, some inserting `tokens`; bytes that may not be UTF-8 at all."""
     data = text
     for _ in range(rng.randint(1, 4)):
         at = rng.randint(0, len(data))
         edit = rng.random()
         if edit < 0.4:
-            data = data[:at] + rng.choice(HOSTILE) + data[at:]
+            data = data[:at] + rng.choice(tokens) + data[at:]
         elif edit < 0.6 and data:
             end = min(len(data), at + rng.randint(1, 8))
             data = data[:at] + data[end:]
@@ -397,11 +398,20 @@ def points_file(rng, variables):
 
 # ---- whole cases ----
 
-def hostile_case(rng):
-    """A case of one of the four kinds: mutated program, odd command line, points, or numbers."""
-    kind = rng.choice(['program', 'mutated', 'points', 'numbers'])
+KINDS = ('program', 'mutated', 'points', 'numbers', 'tensor', 'arrays', 'array_text')
+
+
+def hostile_case(rng, kinds=KINDS):
+    """A case of one of `kinds`: mutated program, odd command line, points, numbers,
+    or an array program (tests/fuzz/arrays.py): checked by torch, hostile, or mutated."""
+    kind = rng.choice(kinds)
     if kind == 'numbers':
         return numbers_case(rng)
+    if kind in ('tensor', 'arrays', 'array_text'):
+        from tests.fuzz import arrays
+        if kind == 'tensor':
+            return arrays.tensor_case(rng)
+        return arrays.arrays_case(rng) if kind == 'arrays' else arrays.array_text_case(rng, mutate)
     text, _, variables = program(rng)
     data = mutate(rng, text) if kind == 'mutated' or rng.random() < 0.2 else text.encode()
     points = points_file(rng, variables) if kind == 'points' else None
