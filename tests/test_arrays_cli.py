@@ -280,3 +280,14 @@ def test_jacobian_over_a_data_set(run_cli, tmp_path):
     assert list(out['jacobian']) == ['w']   # the data's columns get none
     assert out['jacobian']['w'] == pytest.approx([np.mean(x), np.mean(2 * (0.5 * x - y) * x)],
                                                  rel=1e-13)
+
+
+def test_running_out_of_memory_is_one_line_not_an_internal_error(run_cli, monkeypatch):
+    from autodiff_cli.core import tensors
+
+    def exhausted(graph, inputs):
+        raise MemoryError()
+    monkeypatch.setattr(tensors, 'evaluate', exhausted)
+    code, out, err = run_cli('eval', 'sum(x)', 'x=[1, 2]')
+    assert (code, out) == (2, '')
+    assert err.startswith('adgrad: error: out of memory') and len(err.splitlines()) == 1

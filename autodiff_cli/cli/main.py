@@ -152,6 +152,10 @@ def _failed(error, env, show_traceback):
     if isinstance(error, AdgradError):
         env.error(*_error_lines(error))
         return exit_code(error)
+    if isinstance(error, MemoryError):   # input too large for this machine, not a bug
+        env.error('out of memory: the arrays of this program and its values do not fit; '
+                  'make them smaller, or stream rows with --points')
+        return Exit.USAGE
     if isinstance(error, Exception):   # a bug: still one line, and the way to see more
         env.say(f'adgrad: internal error: {type(error).__name__}: {error} '
                 '(run with --traceback and report it)')
