@@ -179,6 +179,7 @@ class Lowering(ArrayLowering):
         self.input_ids = {}          # variable name -> input node id
         self.defaults = {}
         self.shapes = None        # of an array program: name -> the shape its `input` declares
+        self.keywords = 0         # NAME=value arguments read, not yet taken by their call
         self.literal_entries = 0  # in the array literals read so far (MAX_LITERAL)
         self.declared = set()     # names declared with `input`
         self.names = {}           # name -> node id of its current version
@@ -558,8 +559,7 @@ class Lowering(ArrayLowering):
         block = self.blocks.get(name)
         if block is not None and block.fast is not None and block.grad is None \
                 and self.body is None and len(arguments) == len(block.params) \
-                and all(type(a) is tuple for a in arguments) \
-                and len(self.nodes) + block.size <= self.limit:
+                and not self.keywords and len(self.nodes) + block.size <= self.limit:
             # instantiate() inlined for a block with its own copy function (so
             # called before): the hot path, once per call in the text.
             count = self.instances[name] = self.instances.get(name, 0) + 1
@@ -572,7 +572,7 @@ class Lowering(ArrayLowering):
             return
         row = FUNCTIONS.get(name)
         if row is not None and len(arguments) == row.arity and block is None \
-                and all(type(a) is tuple for a in arguments):   # no NAME=value
+                and not self.keywords:   # no NAME=value waits for its call
             # emit() inlined for a built-in at its plain arity, once per call in
             # the text; n-ary min, log(x, b) and wrong counts go through function().
             target = self.target
@@ -588,6 +588,7 @@ class Lowering(ArrayLowering):
     def called_value(self, name, arguments, start, end):
         """The value of a call that is not a built-in's plain one nor a hot
         block call on the tape (see call)."""
+        self.keywords -= sum(type(a) is Keyword for a in arguments)   # this call takes its own
         if name not in self.blocks:
             name = ALIASES.get(name, name)
             if name in ARRAY_NAMES or name in REDUCING and (
