@@ -37,7 +37,9 @@ def shown(shape):
 
 def broadcast(*shapes):
     """NumPy's broadcast of the shapes: sizes compared from the last axis."""
-    if len(shapes) == 2:   # the common cases, at once
+    if len(shapes) == 1:   # the common cases, at once
+        return shapes[0]
+    if len(shapes) == 2:
         a, b = shapes
         if a == b or not b:
             return a

@@ -172,6 +172,8 @@ def shapes(graph, inputs):
 def check_shape(graph, i, shape):
     """An AdgradError at node i if its shape is one adgrad does not take:
     more than MAX_AXES axes, no entries (x[3:] of x[3]), or too many."""
+    if len(shape) < 2 and (not shape or 0 < shape[0] <= MAX_ENTRIES):   # at once: most are
+        return
     problem = None
     if len(shape) > MAX_AXES:
         problem = f'has {len(shape)} axes; adgrad takes at most {MAX_AXES}'
