@@ -291,3 +291,10 @@ def test_running_out_of_memory_is_one_line_not_an_internal_error(run_cli, monkey
     code, out, err = run_cli('eval', 'sum(x)', 'x=[1, 2]')
     assert (code, out) == (2, '')
     assert err.startswith('adgrad: error: out of memory') and len(err.splitlines()) == 1
+
+
+def test_an_array_binding_may_hold_inf_and_nan_as_a_number_binding_may(run_cli):
+    out = _json(run_cli, 'grad', 'sum(x^2)', 'x=[1, inf, -inf, nan]')
+    assert out['gradient']['x'] == [2.0, 'inf', '-inf', 'nan']   # 2x, entry by entry
+    code, _, err = run_cli('eval', 'sum(x)', 'x=[1, inf')
+    assert code == 2 and err.startswith('adgrad: error: in x=: unexpected end of input')

@@ -68,11 +68,33 @@ def parse_bindings(words, graph=None):
             from .array_files import read_array
             bindings[name] = read_array(text[1:])
             continue
+        special = _with_infinities(text)
+        if special is not None:
+            bindings[name] = special
+            continue
         try:
             bindings[name] = constant(text)
         except AdgradError as error:
             raise AdgradError(f'in {name}=: {error.message}', text, error.pos) from None
     return bindings
+
+
+def _with_infinities(text):
+    """x=[1, inf, -inf, nan]: an array literal of numbers with inf or nan in
+    it, as a scalar binding may be (the language has no constant inf); None
+    for any other text, which the language reads."""
+    if '[' not in text or not re.search(r'(?i)\b(inf|infinity|nan)\b', text):
+        return None
+    import json
+    spelled = re.sub(r'(?i)\b(?:inf|infinity)\b', 'Infinity', text)
+    spelled = re.sub(r'(?i)\bnan\b', 'NaN', spelled)
+    try:
+        data = json.loads(spelled)
+        import numpy as np
+        value = np.array(data, dtype=np.float64)
+    except (ValueError, TypeError, RecursionError):
+        return None   # the language's own message says what is wrong
+    return value if 1 <= value.ndim <= 3 and value.size else None
 
 
 def _is_number(text):
