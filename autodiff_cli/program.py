@@ -15,6 +15,7 @@ grad and check, as the commands do so far; the other methods refuse them.
 
 import html
 
+from .core.numbers import plain
 from .errors import AdgradError, CheckFailed, UsageError
 from .table.bindings import input_values, lower_program, parse_bindings, where
 
@@ -271,13 +272,13 @@ class Program:
                                  f'{tensors.shown(value.shape)}: take sum(...) or mean(...) '
                                  'of it')
             grads = tensors.gradients(self.graph, values, wrt=names)
-            gradient = {name: _plain(grads[self.graph.inputs[name]]) for name in names}
+            gradient = {name: plain(grads[self.graph.inputs[name]]) for name in names}
             infinite = [n for n, g in gradient.items() if not tensors.is_finite(g)]
             if infinite:
                 numerical(f'the gradient ∂f/∂{infinite[0]} is not finite', strict,
                           warnings.append)
-        return Result(self, _plain(value), gradient,
-                      {n: _plain(inputs[n]) for n in sorted(self.graph.inputs)}, warnings,
+        return Result(self, plain(value), gradient,
+                      {n: plain(inputs[n]) for n in sorted(self.graph.inputs)}, warnings,
                       arrays=True)
 
     def _numbers_only(self, inputs, what):
@@ -286,11 +287,6 @@ class Program:
         if is_array_program(self.graph, inputs):
             raise UsageError(f'{what} takes programs of numbers only, not of arrays, so far: '
                              'eval and grad take arrays')
-
-
-def _plain(value):
-    """A 0-d array as the float it is."""
-    return float(value) if getattr(value, 'ndim', 1) == 0 else value
 
 
 def _array(name, value):

@@ -1,6 +1,7 @@
 """`eval` and `grad` of an array program at one point: values and gradients
 in their own shapes, through the writers every result takes."""
 
+from ..core.numbers import plain
 from ..errors import UsageError
 from .common import Exit, numerical
 from .output import Format, Result, node_records, write
@@ -37,9 +38,9 @@ def run_arrays(args, graph, inputs, names, env, data=()):
         infinite = [n for n, g in gradients.items() if not tensors.is_finite(g)]
         if infinite:
             numerical(f'the gradient ∂f/∂{infinite[0]} is not finite', args.strict, env.warn)
-    result = Result(value=_plain(value),
-                    inputs={n: _plain(inputs[n]) for n in sorted(graph.inputs) if n not in data},
-                    gradients=gradients and {n: _plain(g) for n, g in gradients.items()},
+    result = Result(value=plain(value),
+                    inputs={n: plain(inputs[n]) for n in sorted(graph.inputs) if n not in data},
+                    gradients=gradients and {n: plain(g) for n, g in gradients.items()},
                     warnings=env.warn.messages[start:], title=graph.text(graph.output, 60))
     fmt = Format(args.format)
     if args.nodes:
@@ -98,11 +99,6 @@ def _lines(value, number):
     if ndim == 1:
         return [[number(v) for v in value.tolist()]]
     return [[number(v) for v in row] for row in value.tolist()]
-
-
-def _plain(value):
-    """A 0-d array as the float it is, as the writers take numbers."""
-    return float(value) if getattr(value, 'ndim', 1) == 0 else value
 
 
 SHOWN = 12   # entries of an array a table or a node's line shows in full
@@ -179,15 +175,15 @@ def run_tangent(args, graph, inputs, env):
                              f"'{name}' has {tensors.shown(shape)}")
     out = values[graph.output]
     t = jacobian.tangents(graph, values, directions)[graph.output]
-    jvp = _plain(k.np.broadcast_to(0.0 if t is None else t, k.np.shape(out)).copy())
+    jvp = plain(k.np.broadcast_to(0.0 if t is None else t, k.np.shape(out)).copy())
     if not tensors.is_finite(jvp):
         numerical('the Jacobian-vector product is not finite', args.strict, env.warn)
-    value = _plain(out)
+    value = plain(out)
     fmt = Format(args.format)
     if fmt is Format.JSON:
         import json
         env.stdout.write(json.dumps({'value': json_number(value), 'jvp': json_number(jvp),
-                                     'tangent': {n: json_number(_plain(v))
+                                     'tangent': {n: json_number(plain(v))
                                                  for n, v in directions.items()}},
                                     allow_nan=False, ensure_ascii=False) + '\n')
     else:

@@ -2,6 +2,7 @@
 several outputs, [f, g]) with respect to each variable, by forward or
 reverse mode, whichever takes fewer passes."""
 
+from ..core.numbers import plain
 from ..errors import UsageError
 from .common import Exit, input_values, load, numerical, wrt_names
 from .evaluate import add_input, bind_data
@@ -51,22 +52,18 @@ def run(args, env):
         raise UsageError('the expression has no variables to differentiate with respect to')
     jacobians, mode = jacobian.jacobian(graph, values, names,
                                        None if args.mode == 'auto' else args.mode)
-    value = _plain(values[graph.output])
+    value = plain(values[graph.output])
     if Format(args.format) is Format.JSON:
         import json
 
         from ..table.formats import json_number
         env.stdout.write(json.dumps({'value': json_number(value), 'mode': mode,
-                                     'jacobian': {n: json_number(_plain(j))
+                                     'jacobian': {n: json_number(plain(j))
                                                   for n, j in jacobians.items()}},
                                     allow_nan=False, ensure_ascii=False) + '\n')
         return Exit.OK
-    result = Result(value=value, inputs={n: _plain(inputs[n]) for n in sorted(graph.inputs)},
-                    gradients={n: _plain(j) for n, j in jacobians.items()},
+    result = Result(value=value, inputs={n: plain(inputs[n]) for n in sorted(graph.inputs)},
+                    gradients={n: plain(j) for n, j in jacobians.items()},
                     title=graph.text(graph.output, 60))
     write(result, args.format, env)
     return Exit.OK
-
-
-def _plain(value):
-    return float(value) if getattr(value, 'ndim', 1) == 0 else value

@@ -24,3 +24,8 @@ def array_text(value, digits=None):
     if value.ndim == 1:
         return '[' + ', '.join(number(float(v), digits) for v in value) + ']'
     return '[' + ', '.join(array_text(row, digits) for row in value) + ']'
+
+
+def plain(value):
+    """A 0-d array as the float it is, as the writers take numbers; any other value as it is."""
+    return float(value) if getattr(value, 'ndim', 1) == 0 else value

@@ -7,6 +7,7 @@ An array op's static argument becomes a 'static' node holding the plain
 value; a constant literal folds into one 'const' node holding its array.
 """
 
+from ..core.array_rules import shown
 from ..core.graph import Graph
 
 # Numbers in the array literals of one program, counted as they are read
@@ -152,7 +153,7 @@ class ArrayLowering:
             for k, shape in enumerate(shapes):
                 if shape != shapes[0]:
                     raise self.error(f'a ragged array literal: element {k + 1} has shape '
-                                     f'{_shown(shape)}, element 1 {_shown(shapes[0])}',
+                                     f'{shown(shape)}, element 1 {shown(shapes[0])}',
                                      elements[k][0])
             if len(shapes[0]) >= MAX_AXES:   # checked as it nests: [[[[…]]]] stops at once
                 raise self.error(f'an array literal of {len(shapes[0]) + 1} axes; adgrad takes '
@@ -335,7 +336,3 @@ class _Slice:
 
     def __init__(self, start, bounds):
         self.start, self.bounds = start, bounds
-
-
-def _shown(shape):
-    return '[' + ','.join(map(str, shape)) + ']' if shape else 'a scalar'
