@@ -56,13 +56,17 @@ class Program:
 
     def hessian(self, point=None, /, *, wrt=None, **values):
         """`adgrad hessian`: the matrix of second derivatives, as a list of rows,
-        over every variable sorted by name, or over `wrt`'s in its order."""
+        over every variable sorted by name, or over `wrt`'s in its order; an
+        array is flattened row-major, as `adgrad hessian` labels W[0,1]."""
+        from .core.graph import is_array_program
         from .core.passes import require_inputs
-        from .derive.hessian import hessian
         names = self._names(wrt, 'differentiate')
         inputs, _ = self._point(point, values)
-        self._numbers_only(inputs, 'Program.hessian')
         require_inputs(self.graph, inputs)
+        if is_array_program(self.graph, inputs):
+            from .derive.array_record import array_hessian
+            return array_hessian(self.graph, inputs, names).tolist()
+        from .derive.hessian import hessian
         return [list(map(float, row)) for row in hessian(self.graph, inputs, names)]
 
     def diff(self, wrt=None, order=1, lang='adgrad'):

@@ -3,9 +3,12 @@ flattened row per point of a points file."""
 
 import argparse
 
-from .common import Exit, input_values, load, refuse_arrays
+from ..core.graph import is_array_program
+from ..core.passes import require_inputs
+from ..errors import UsageError
+from .common import Exit, input_values, load
 from .diff import variables
-from .evaluate import add_input
+from .evaluate import add_input, bind_data
 from .output import Format, json_number, number
 
 FORMATS = (Format.TABLE, Format.PLAIN, Format.JSON, Format.JSONL, Format.CSV, Format.TSV)
@@ -14,8 +17,10 @@ EXAMPLES = """examples:
   adgrad hessian 'x^3*y + sin(x*y)' x=0.7 y=-1.3
   adgrad hessian -f samples/logistic.ad --wrt w1,w2,b --json
   adgrad hessian 'x*y^2' --points points.csv   # a row per point: d2_x_x, ...
+  adgrad hessian 'x @ A @ x' 'x=[1, 2]' 'A=[[1, 2], [3, 4]]' --wrt x
 
-Rows and columns follow --wrt (default: every variable, sorted by name)."""
+Rows and columns follow --wrt (default: every variable, sorted by name). An
+array is flattened row-major, its entries labelled x[0], W[0,1], ..."""
 
 
 def add_arguments(parser, command):
@@ -29,19 +34,29 @@ def add_arguments(parser, command):
                              'csv, tsv (with --points: the points file\'s format by default)')
     parser.add_argument('--json', dest='format', action='store_const', const=Format.JSON,
                         help='same as --format json')
+    parser.add_argument('--data', metavar='FILE',
+                        help="bind each column of FILE that names a variable as a vector of its "
+                             'rows, as grad --data does')
     parser.add_argument('--points', metavar='FILE',
                         help='a Hessian at every row of FILE (CSV, TSV, JSON Lines or Parquet '
                              "whose names are the variables; '-' is standard input), one row each")
 
 
 def run(args, env):
-    from ..core.passes import require_inputs
     from ..derive.hessian import hessian
 
     fmt = args.format or (Format.TABLE if env.stdout_isatty else Format.PLAIN)
     graph, bindings = load(args, env)
-    refuse_arrays(graph, bindings, 'adgrad hessian and its options')
+    data = bind_data(args.data, graph, bindings, env) if args.data is not None else ()
     names = variables(graph, args.wrt, 'differentiate')
+    if is_array_program(graph, bindings):
+        if args.points is not None:
+            raise UsageError('hessian --points takes programs of numbers only, so far; an '
+                             "array program's Hessian is at one point")
+        if args.wrt is None:   # as grad: the parameters, not the data
+            names = [name for name in names if name not in data]
+        env.stdout.write(_MATRIX_WRITERS[fmt](*_array_hessian(graph, bindings, names, env), env))
+        return Exit.OK
     if args.points is not None:   # one row per point, as grad --points writes them
         from ..table.computations import HessianEntries
         from ..table.pipeline import run as run_rows
@@ -54,6 +69,19 @@ def run(args, env):
     require_inputs(graph, inputs)   # pointing into the program, not the gradient's graph
     env.stdout.write(_MATRIX_WRITERS[fmt](hessian(graph, inputs, names), names, env))
     return Exit.OK
+
+
+def _array_hessian(graph, bindings, names, env):
+    """(the matrix, a label per row) of an array program at the bound point."""
+    from ..core import tensors
+    from ..derive.array_record import array_hessian, entry_labels
+    if not names:
+        raise UsageError('the expression has no variables to differentiate with respect to')
+    inputs = input_values(graph, bindings, env.warn)
+    require_inputs(graph, inputs)
+    matrix = array_hessian(graph, inputs, names)
+    return matrix.tolist(), [label for n in names
+                    for label in entry_labels(n, tensors.shape_of(inputs[n]))]
 
 
 def _matrix_json(matrix, names, env):

@@ -196,187 +196,281 @@ def index_shape(a, key):
 
 
 # ---- derivative rules ----
+#
+# A rule computes through the algebra's primitives alone (k.matmul, k.mul,
+# k.broadcast_to…), never NumPy on its arguments, so that a recording algebra
+# (derive/array_record.py) can run it and differentiate what it recorded: that
+# is the Hessian. `k.shape(x)` and `k.value(x)` ask what x is; `k.np` only
+# builds constants (eye, zeros).
 
-def _t(np, a):
-    return np.swapaxes(a, -1, -2) if np.ndim(a) >= 2 else a
+def _t(k, a):
+    return k.transpose(a) if len(k.shape(a)) >= 2 else a
 
 
-def _solve(np, a, b):
-    """solve(a, b), nan where a is singular: a matrix holding inf or nan,
-    whose forward value is already nan, gives LAPACK an exact zero pivot."""
-    try:
-        return np.linalg.solve(a, b)
-    except np.linalg.LinAlgError:
-        return np.full(np.broadcast_shapes(np.shape(b), np.shape(a)[:-1] + np.shape(b)[-1:])
-                       if np.ndim(b) > 1 else np.shape(b), np.nan)
+def _select(k, condition, a, b):
+    # where, not the language's `if`: its cotangents are torch.where's, so the
+    # Hessian meets a masked inf as torch's double backward does (nan).
+    return k.where(condition, a, b)
+
+
+def _drop_last(k, a):   # x[..., 0] of a trailing axis of size 1
+    return k.reshape(a, k.shape(a)[:-1])
+
+
+def _with_last(k, a):   # x[..., None]
+    return k.reshape(a, k.shape(a) + (1,))
+
+
+def _solve(k, a, b):
+    """solve(a, b), nan where a holds inf or nan: its forward value is nan
+    already, and LAPACK would meet an exact zero pivot."""
+    np = k.np
+    if not np.isfinite(k.value(a)).all():
+        return np.full(np.broadcast_shapes(k.shape(b), k.shape(a)[:-1] + k.shape(b)[-1:])
+                       if len(k.shape(b)) > 1 else k.shape(b), np.nan)
+    return k.solve(a, b)
 
 
 def matmul_vjp(k, g, out, a, b):
-    np = k.np
-    if np.ndim(a) == 1 and np.ndim(b) == 1:
-        return g * b, g * a
-    if np.ndim(b) == 1:     # (…, m, n) @ (n,)
-        return np.expand_dims(g, -1) * b, np.matmul(_t(np, a), np.expand_dims(g, -1))[..., 0]
-    if np.ndim(a) == 1:     # (n,) @ (…, n, p)
-        return (np.matmul(b, np.expand_dims(g, -1))[..., 0],
-                np.expand_dims(a, -1) * np.expand_dims(g, -2))
-    return (Deferred(lambda: np.matmul(g, _t(np, b))),
-            Deferred(lambda: np.matmul(_t(np, a), g)))
+    rank_a, rank_b = len(k.shape(a)), len(k.shape(b))
+    if rank_a == 1 and rank_b == 1:
+        return k.mul(g, b), k.mul(g, a)
+    if rank_b == 1:     # (…, m, n) @ (n,)
+        column = _with_last(k, g)
+        return k.mul(column, b), _drop_last(k, k.matmul(_t(k, a), column))
+    if rank_a == 1:     # (n,) @ (…, n, p)
+        shape = k.shape(g)
+        return (_drop_last(k, k.matmul(b, _with_last(k, g))),
+                k.mul(_with_last(k, a), k.reshape(g, shape[:-1] + (1,) + shape[-1:])))
+    return (Deferred(lambda: k.matmul(g, _t(k, b))),
+            Deferred(lambda: k.matmul(_t(k, a), g)))
 
 
 def transpose_vjp(k, g, out, a):
-    return (_t(k.np, g),)
+    return (_t(k, g),)
 
 
 def outer_vjp(k, g, out, a, b):
-    return k.np.matmul(g, b), k.np.matmul(_t(k.np, g), a)
+    return k.matmul(g, b), k.matmul(_t(k, g), a)
 
 
-def _spread(np, g, a, axis):
+def _spread(k, g, a, axis):
     """g, reduced over `axis` of a (None: all), laid back over a's shape."""
-    return np.broadcast_to(g if axis is None else np.expand_dims(g, axis), np.shape(a))
+    shape = k.shape(a)
+    if axis is not None:
+        axis %= len(shape)
+        g = k.reshape(g, shape[:axis] + (1,) + shape[axis + 1:])
+    return k.broadcast_to(g, shape)
 
 
 def sum_vjp(k, g, out, a, axis):
-    return _spread(k.np, g, a, axis), None
+    return _spread(k, g, a, axis), None
 
 
 def mean_vjp(k, g, out, a, axis):
-    np = k.np
-    count = np.size(a) if axis is None else np.shape(a)[axis]
-    return _spread(np, g, a, axis) / count, None
-
-
-def _others_product(np, a, axis):
-    """The product of every other entry along axis, exact where there are
-    zeros: torch's prod_safe_zeros_backward, by cumulative products from both ends."""
-    ones = np.ones_like(np.take(a, [0], axis=axis))
-    before = np.cumprod(np.concatenate([ones, np.take(a, range(a.shape[axis] - 1), axis=axis)],
-                                       axis=axis), axis=axis)
-    flipped = np.flip(np.take(a, range(1, a.shape[axis]), axis=axis), axis=axis)
-    after = np.flip(np.cumprod(np.concatenate([ones, flipped], axis=axis), axis=axis), axis=axis)
-    return before * after
+    shape = k.shape(a)
+    count = _size(shape) if axis is None else shape[axis]
+    return k.div(_spread(k, g, a, axis), float(count)), None
 
 
 def prod_vjp(k, g, out, a, axis):
-    np = k.np
-    a = np.asarray(a, dtype=np.float64)
-    if a.ndim == 0:
+    if not k.shape(a):
         return g, None
-    spread_g, spread_out = _spread(np, g, a, axis), _spread(np, out, a, axis)
-    if not (a == 0).any():
-        return spread_g * (spread_out / a), None
+    spread_g = _spread(k, g, a, axis)
+    if not (k.value(a) == 0).any():
+        return k.mul(spread_g, k.div(_spread(k, out, a, axis), a)), None
+    return k.mul(spread_g, k.others_product(a, axis)), None
+
+
+def _pairs_product(k, a, axis):
+    """P[..., i, j, ...] = the product of a's entries along axis but the i-th
+    and the j-th, 0 where i = j: others_product's derivative, with i inserted
+    before axis."""
+    shape = k.shape(a)
+    n = shape[axis]
+    wide = shape[:axis] + (n,) + shape[axis:]
+    diagonal = k.np.eye(n).reshape((1,) * axis + (n, n) + (1,) * (len(shape) - axis - 1))
+    rows = _select(k, diagonal, 1.0, k.broadcast_to(k.reshape(a, shape[:axis] + (1,) + shape[axis:]),
+                                                     wide))
+    return _select(k, diagonal, 0.0, k.others_product(rows, axis + 1))
+
+
+def others_product_vjp(k, g, out, a, axis):
+    shape = k.shape(a)
     if axis is None:
-        return spread_g * _others_product(np, a.ravel(), 0).reshape(a.shape), None
-    return spread_g * _others_product(np, a, axis), None
+        flat = (_size(shape),)
+        d = others_product_vjp(k, k.reshape(g, flat), None, k.reshape(a, flat), 0)[0]
+        return k.reshape(d, shape), None
+    axis %= len(shape)
+    column = k.reshape(g, shape[:axis + 1] + (1,) + shape[axis + 1:])
+    return k.sum(k.mul(column, _pairs_product(k, a, axis)), axis), None
+
+
+def others_product_jvp(k, tangents, out, a, axis):
+    shape = k.shape(a)
+    if axis is None:
+        flat = (_size(shape),)
+        return k.reshape(others_product_jvp(k, [k.reshape(tangents[0], flat)], None,
+                                            k.reshape(a, flat), 0), shape)
+    axis %= len(shape)
+    row = k.reshape(tangents[0], shape[:axis] + (1,) + shape[axis:])
+    return k.sum(k.mul(row, _pairs_product(k, a, axis)), axis + 1)
 
 
 def extreme_vjp(k, g, out, a, axis):
     # torch: a full reduction spreads g evenly over the ties (nan: over the
     # nans); along an axis, amax's scale_grad_by_count.
-    np = k.np
     if axis is None:
-        mask = np.isnan(a) if np.isnan(out) else np.equal(a, out)
-        return mask * (g / np.sum(mask)), None
-    mask = np.equal(a, _spread(np, out, a, axis))
-    return mask * _spread(np, g / np.sum(mask, axis=axis), a, axis), None
+        mask = k.ne(a, a) if k.np.isnan(k.value(out)) else k.eq(a, out)
+        return k.mul(mask, k.div(g, k.sum(mask, None))), None
+    mask = k.eq(a, _spread(k, out, a, axis))
+    return k.mul(mask, _spread(k, k.div(g, k.sum(mask, axis)), a, axis)), None
 
 
 def norm_vjp(k, g, out, a, order):
-    np = k.np
     if order == 1:   # torch.sgn: 0 at nan, so a nan entry sends the others no nan
-        return np.where(a > 0, 1.0, np.where(a < 0, -1.0, 0.0)) * g, None
-    return a * np.where(out == 0, 0.0, g / out), None   # torch masks the origin to 0
+        return k.mul(k.sign(a), g), None
+    # torch's linalg_vector_norm_backward: g * (a / |a|), masked to 0 at the
+    # origin, so that its derivative there is nan, as torch's Hessian
+    return k.mul(g, _select(k, k.eq(out, 0.0), 0.0, k.div(a, out))), None
 
 
 def logsumexp_vjp(k, g, out, a, axis):
-    np = k.np
-    return _spread(np, g, a, axis) * np.exp(a - _spread(np, out, a, axis)), None
+    return k.mul(_spread(k, g, a, axis), k.exp(k.sub(a, _spread(k, out, a, axis)))), None
 
 
 def softmax_vjp(k, g, out, a, axis):
-    np = k.np
-    return out * (g - np.sum(g * out, axis=axis, keepdims=True)), None
+    return k.mul(out, k.sub(g, _spread(k, k.sum(k.mul(g, out), axis), a, axis))), None
 
 
 def trace_vjp(k, g, out, a):
-    np = k.np
-    d = np.zeros(np.shape(a))   # g on the diagonal alone: an inf g is no nan off it (0 * inf)
-    np.fill_diagonal(d, g)
-    return (d,)
+    # g on the diagonal alone: an inf g is no nan off it (0 * inf)
+    return (_select(k, k.np.eye(*k.shape(a)), g, 0.0),)
 
 
 def det_vjp(k, g, out, a):
     # torch's linalg_det_backward: g det A^-T, which torch makes 0 where det
     # is exactly 0 (a singular matrix), not the cofactors.
-    np = k.np
-    if np.shape(a) == (1, 1):   # det' = 1, singular or not
-        return (g * np.ones((1, 1)),)
-    if out == 0:
-        return (np.zeros(np.shape(a)),)
-    return (_solve(np, _t(np, a), g * out * np.eye(np.shape(a)[0])),)
+    shape = k.shape(a)
+    if shape == (1, 1):   # det' = 1, singular or not
+        return (k.broadcast_to(g, shape),)
+    if k.value(out) == 0:
+        # For a gradient that is differentiated again (create_graph), torch
+        # takes the cofactors here, whose own derivative is not 0: so does an
+        # algebra of `higher_order`.
+        if getattr(k, 'higher_order', False):
+            return (k.mul(g, _cofactors(k, a, shape[0])),)
+        return (k.np.zeros(shape),)
+    return (_solve(k, _t(k, a), k.mul(k.mul(g, out), k.np.eye(shape[0]))),)
+
+
+def _cofactors(k, a, n):
+    """The matrix of cofactors of a, each the det of a minor: right where a
+    is singular, and differentiable again through det's own rule."""
+    def without(x, i, axis):
+        key = (slice(None),) * axis
+        parts = [k.index(x, key + (part,)) for part in (slice(0, i), slice(i + 1, n))
+                 if len(range(*part.indices(n)))]
+        return parts[0] if len(parts) == 1 else k.concat(*parts, axis)
+    rows = [k.stack(*[k.mul(float((-1) ** (i + j)), k.det(without(without(a, i, 0), j, 1)))
+                      for j in range(n)]) for i in range(n)]
+    return k.stack(*rows)
 
 
 def logdet_vjp(k, g, out, a):
     # torch.logdet is slogdet's log|det| where det >= 0 and nan elsewhere,
     # chosen by a where(): no gradient reaches a negative determinant.
-    np = k.np
-    if np.isnan(out):
-        return (np.zeros(np.shape(a)),)
-    if out == -np.inf:   # singular: the cofactors over a zero determinant, inf as torch's
-        return (g * _t(np, _adjugate(np, a)) / np.linalg.det(a),)
-    return (_solve(np, _t(np, a), g * np.eye(np.shape(a)[0])),)
+    np, shape, value = k.np, k.shape(a), k.value(out)
+    if np.isnan(value):
+        return (np.zeros(shape),)
+    if value == -np.inf:   # singular: the cofactors over a zero determinant, inf as torch's
+        matrix = k.value(a)   # a constant here: the Hessian at a singular matrix is not had
+        return (k.div(k.mul(g, _adjugate(np, matrix).T), np.linalg.det(matrix)),)
+    return (_solve(k, _t(k, a), k.mul(g, np.eye(shape[0]))),)
 
 
 def _adjugate(np, a):
     """adj(A), which det(A) A^-1 is where A is invertible, from the SVD: exact
     for a singular A too."""
+    from .arrays import others_product
     u, s, vh = np.linalg.svd(a)
-    others = _others_product(np, s, 0) if s.size > 1 else np.ones(1)
-    return np.linalg.det(u) * np.linalg.det(vh) * (_t(np, vh) * others) @ _t(np, u)
+    others = others_product(s, 0) if s.size > 1 else np.ones(1)
+    return np.linalg.det(u) * np.linalg.det(vh) * (vh.T * others) @ u.T
 
 
 def inv_vjp(k, g, out, a):
-    np = k.np
-    return (-np.matmul(_t(np, out), np.matmul(g, _t(np, out))),)
+    return (k.neg(k.matmul(_t(k, out), k.matmul(g, _t(k, out)))),)
 
 
 def solve_vjp(k, g, out, a, b):
-    np = k.np
-    d_b = _solve(np, _t(np, a), g)
-    if np.ndim(b) == 1:
-        return -np.outer(d_b, out), d_b
-    return -np.matmul(d_b, _t(np, out)), d_b
+    d_b = _solve(k, _t(k, a), g)
+    if len(k.shape(b)) == 1:
+        return k.neg(k.outer(d_b, out)), d_b
+    return k.neg(k.matmul(d_b, _t(k, out))), d_b
 
 
 def diag_vjp(k, g, out, a):
-    np = k.np
-    if np.ndim(a) == 1:
-        return (np.diagonal(g).copy(),)
-    d = np.zeros(np.shape(a))
-    np.fill_diagonal(d, g)
-    return (d,)
+    shape = k.shape(a)
+    if len(shape) == 1 or shape[0] == shape[1]:
+        return (k.diag(g),)   # the diagonal of g; or g on a diagonal, exact zeros off it
+    n = min(shape)
+    return (k.unindex(k.diag(g), (slice(0, n), slice(0, n)), shape),)
 
 
 def reshape_vjp(k, g, out, a, shape):
-    return k.np.reshape(g, k.np.shape(a)), None
+    return k.reshape(g, k.shape(a)), None
 
 
 def concat_vjp(k, g, out, *arrays_and_axis):
-    np = k.np
     *arrays, axis = arrays_and_axis
-    ends = np.cumsum([np.shape(a)[axis] for a in arrays])[:-1]
-    return (*np.split(g, ends, axis=axis), None)
+    axis %= len(k.shape(g))
+    pieces, start = [], 0
+    for a in arrays:
+        end = start + k.shape(a)[axis]
+        pieces.append(k.index(g, (slice(None),) * axis + (slice(start, end),)))
+        start = end
+    return (*pieces, None)
 
 
 def stack_vjp(k, g, out, *arrays):
-    return tuple(g[i] for i in range(len(arrays)))
+    return tuple(k.index(g, (i,)) for i in range(len(arrays)))
 
 
 def index_vjp(k, g, out, a, key):
-    d = k.np.zeros(k.np.shape(a))
-    d[key] = g   # basic indexing: each entry at most once
-    return d, None
+    return k.unindex(g, key, k.shape(a)), None
+
+
+# The adjoints the rules above are written with: each is the other's VJP.
+
+def broadcast_to_vjp(k, g, out, a, shape):
+    return g, None   # the meeting sums g back to a's shape
+
+
+def sum_to_vjp(k, g, out, a, shape):
+    return k.broadcast_to(g, k.shape(a)), None
+
+
+def unindex_vjp(k, g, out, a, key, shape):
+    return k.index(g, key), None, None
+
+
+def broadcast_to_shape(a, shape):
+    if broadcast(a, shape) != tuple(shape):
+        raise ShapeError(f'cannot broadcast {{0}} to {shown(shape)}')
+    return tuple(shape)
+
+
+def sum_to_shape(a, shape):
+    broadcast_to_shape(shape, a)
+    return tuple(shape)
+
+
+def unindex_shape(a, key, shape):
+    return tuple(shape)
+
+
+def same_shape(a, axis):
+    return a
 
 
 # ---- forward mode: JVP rules, `jvp(k, tangents, out, *args)` with None for an
@@ -401,7 +495,7 @@ outer_jvp = _bilinear(lambda np, a, b: np.outer(a, b))
 
 
 def transpose_jvp(k, tangents, out, a):
-    return _t(k.np, tangents[0])
+    return _t(k, tangents[0])
 
 
 def grouped_jvp(vjp):
@@ -475,3 +569,16 @@ def stack_jvp(k, tangents, out, *arrays):
 
 def index_jvp(k, tangents, out, a, key):
     return k.np.asarray(tangents[0])[key]
+
+
+
+def broadcast_to_jvp(k, tangents, out, a, shape):
+    return k.broadcast_to(tangents[0], shape)
+
+
+def sum_to_jvp(k, tangents, out, a, shape):
+    return k.sum_to(tangents[0], shape)
+
+
+def unindex_jvp(k, tangents, out, a, key, shape):
+    return k.unindex(tangents[0], key, shape)

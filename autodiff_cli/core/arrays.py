@@ -270,3 +270,42 @@ def stack(*arrays):
 
 def index(a, key):
     return np.asarray(a)[key]
+
+
+# ---- the adjoints the derivative rules are written with (not the language's:
+# a rule over them can be recorded and differentiated again) ----
+
+def sum_to(a, shape):
+    """a summed down to `shape`, which it broadcasts from: broadcast_to's adjoint."""
+    a = np.asarray(a)
+    if a.shape == shape:
+        return a
+    extra = a.ndim - len(shape)
+    a = np.sum(a, axis=tuple(range(extra))) if extra > 0 else a
+    stretched = tuple(k for k, n in enumerate(shape) if n == 1 and a.shape[k] != 1)
+    if stretched:
+        a = np.sum(a, axis=stretched, keepdims=True)
+    return np.broadcast_to(a, shape) if a.shape != shape else a
+
+
+def unindex(g, key, shape):
+    """Zeros of `shape` with g at a[key]: index's adjoint (basic indexing, so
+    each entry is written at most once)."""
+    result = np.zeros(shape)
+    result[key] = g
+    return result
+
+
+def others_product(a, axis):
+    """The product of every other entry along axis (None: of all), exact
+    where there are zeros: torch's prod_safe_zeros_backward, by cumulative
+    products from both ends."""
+    a = np.asarray(a, dtype=np.float64)
+    if axis is None:
+        return others_product(a.ravel(), 0).reshape(a.shape)
+    ones = np.ones_like(np.take(a, [0], axis=axis))
+    before = np.cumprod(np.concatenate([ones, np.take(a, range(a.shape[axis] - 1), axis=axis)],
+                                       axis=axis), axis=axis)
+    flipped = np.flip(np.take(a, range(1, a.shape[axis]), axis=axis), axis=axis)
+    after = np.flip(np.cumprod(np.concatenate([ones, flipped], axis=axis), axis=axis), axis=axis)
+    return before * after

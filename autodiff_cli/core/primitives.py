@@ -571,7 +571,20 @@ ARRAYS = [
     _tensor('index', 2, _rules.index_vjp, _rules.index_shape, _rules.index_jvp, text=NO_FORM),
 ]
 
-PRIMITIVES = {row.name: row for row in OPERATORS + CALLABLE + INTERNAL + LOGIC + ARRAYS}
+# The adjoints the array rules are written with, so that a recorded gradient
+# can be differentiated again (the Hessian); the language has no name for them.
+ADJOINTS = [
+    _tensor('broadcast_to', 2, _rules.broadcast_to_vjp, _rules.broadcast_to_shape,
+            _rules.broadcast_to_jvp, text=NO_FORM),
+    _tensor('sum_to', 2, _rules.sum_to_vjp, _rules.sum_to_shape, _rules.sum_to_jvp,
+            text=NO_FORM),
+    _tensor('unindex', 3, _rules.unindex_vjp, _rules.unindex_shape, _rules.unindex_jvp,
+            text=NO_FORM),
+    _tensor('others_product', 2, _rules.others_product_vjp, _rules.same_shape,
+            _rules.others_product_jvp, text=NO_FORM),
+]
+
+PRIMITIVES = {row.name: row for row in OPERATORS + CALLABLE + INTERNAL + LOGIC + ARRAYS + ADJOINTS}
 
 # The functions a program may call, by name.
 FUNCTIONS = {row.name: row for row in CALLABLE + LOGIC[-2:-1]}

@@ -38,7 +38,7 @@ def algebra():
         settle = lambda t, value: np.broadcast_to(t, np.shape(value))   # noqa: E731
         _ALGEBRA.append(SimpleNamespace(np=np, coerce=lambda v: np.asarray(v, dtype=np.float64),
                                         meeting=Unbroadcast, settle=settle, wanted=None,
-                                        **forms))
+                                        value=lambda v: v, shape=shape_of, **forms))
     return _ALGEBRA[0]
 
 
@@ -51,7 +51,8 @@ class Unbroadcast:
 
     def __init__(self, graph, values, grads, algebra):
         self.grads, self.np, self.nodes, self.values = grads, algebra.np, graph.nodes, values
-        self.shapes = [getattr(v, 'shape', ()) for v in values]
+        self.k, self.select = algebra, getattr(algebra, 'if')
+        self.shapes = [algebra.shape(v) for v in values]
         self.needed = _leading_to(graph, algebra.wanted)
         # Below an `if`, the entries that took each branch: None is every entry.
         self.live = [None] * len(values) if any(n.op == 'if' for n in graph.nodes) else None
@@ -67,15 +68,15 @@ class Unbroadcast:
             shape = shapes[a]
             mask = None if masks is None else masks[k]
             if mask is not None:   # an untaken entry's 0 * inf is no gradient: 0
-                da = self.np.where(mask, da, 0.0)
+                da = self.select(mask, da, 0.0)
                 mask = _any_to(self.np, mask, shape)
-            if getattr(da, 'shape', ()) != shape:
-                da = sum_to(self.np, da, shape)
+            if self.k.shape(da) != shape:
+                da = self.k.sum_to(da, shape)
             if masks is not None:
                 before = self.live[a]
                 self.live[a] = mask if grads[a] is None else (
                     None if before is None or mask is None else before | mask)
-            grads[a] = da if grads[a] is None else grads[a] + da
+            grads[a] = da if grads[a] is None else self.k.add(grads[a], da)
 
     def masks(self, i, args):
         """Each argument's live entries, in node i's shape: an `if` splits its
@@ -84,7 +85,7 @@ class Unbroadcast:
         np, live = self.np, self.live[i]
         op = self.nodes[i].op
         if op == 'if':
-            taken = np.broadcast_to(self.values[args[0]] != 0, self.shapes[i])
+            taken = np.broadcast_to(self.k.value(self.values[args[0]]) != 0, self.shapes[i])
             return (None, taken if live is None else live & taken,
                     ~taken if live is None else live & ~taken)
         if live is None or PRIMITIVES[op].kind == TENSOR:
@@ -116,18 +117,6 @@ def _any_to(np, mask, shape):
     mask = np.any(mask, axis=tuple(range(extra))) if extra > 0 else mask
     stretched = tuple(k for k, n in enumerate(shape) if n == 1 and mask.shape[k] != 1)
     return np.any(mask, axis=stretched, keepdims=True) if stretched else mask
-
-
-def sum_to(np, value, shape):
-    """value summed down to `shape`, which it broadcasts from."""
-    if np.shape(value) == shape:
-        return value
-    extra = np.ndim(value) - len(shape)
-    value = np.sum(value, axis=tuple(range(extra))) if extra > 0 else value
-    stretched = tuple(k for k, n in enumerate(shape) if n == 1 and np.shape(value)[k] != 1)
-    if stretched:
-        value = np.sum(value, axis=stretched, keepdims=True)
-    return np.broadcast_to(value, shape) if np.shape(value) != shape else value
 
 
 def has_arrays(nodes):
