@@ -65,7 +65,7 @@ def options(args, format_given=True):
 def run_points(args, graph, bindings, names, env):
     """eval and grad with --points: the value and gradient at every row."""
     from ..errors import UsageError
-    from ..table.computations import Values
+    from ..table.computations import values_for
     if args.points is None:
         raise UsageError('-o/--output and --engine go with --points')
     if args.nodes:
@@ -78,4 +78,5 @@ def run_points(args, graph, bindings, names, env):
         raise UsageError('--scheduler goes with --engine dask')
     from ..table import pipeline
     run = pipeline.run_totals if batch.reduce else pipeline.run
-    run(batch, graph, bindings, Values(graph, names), env.stdout, env.warn, env.stdin)
+    run(batch, graph, bindings, values_for(graph, bindings, names), env.stdout, env.warn,
+        env.stdin)

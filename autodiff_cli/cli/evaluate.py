@@ -4,7 +4,7 @@ at one point or (with --points) at every row of a points file."""
 import argparse
 
 from ..errors import UsageError
-from .common import (Exit, input_values, load, numerical, refuse_arrays, report_nonfinite,
+from .common import (Exit, input_values, load, numerical, report_nonfinite,
                      wrt_names)
 from .context import Command
 from .output import Format, Result, node_records, write
@@ -102,7 +102,6 @@ def run(args, env):
             names = [name for name in names if name not in data]
     if (args.points is not None or args.output is not None or args.engine != 'numpy'
             or args.reduce):
-        refuse_arrays(graph, bindings, '--points and -o')
         if getattr(args, 'mode', 'reverse') == 'forward':
             raise UsageError('--mode forward shows one point: leave out --points')
         if getattr(args, 'explain', False):

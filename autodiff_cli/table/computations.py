@@ -3,10 +3,11 @@
 A computation has `outputs` (the names of the columns it adds), a call that
 takes a chunk's columns ({variable: float64 array}, the command line's
 values filled in) and its number of rows, and returns (columns, bad), and
-report(bad, count, strict, warn) for what `bad` gathered over the chunks.
+report(bad, count, strict, warn) for what `bad` gathered over the chunks;
+and may have `fixed`, inputs that no column may give.
 """
 
-from ..errors import numerical
+from ..errors import UsageError, numerical
 from .bindings import input_values, where  # noqa: F401 - the computations' own too
 
 
@@ -25,6 +26,8 @@ def merge_bad(so_far, chunk_bad):
 class Values:
     """eval and grad: the value, then ∂f/∂name for each of `names`, on the
     array algebra; `bad` is the first non-finite node and its rows."""
+
+    fixed = ()   # inputs that no column may give (ArrayRows' arrays)
 
     def __init__(self, graph, names):
         self.graph, self.names = graph, list(names)
@@ -48,13 +51,80 @@ class Values:
                       'the first node where that happens', strict, warn)
 
 
-def _points(graph, columns, rows):
+def values_for(graph, bindings, names):
+    """eval's and grad's computation: Values, or ArrayRows for an array program."""
+    from ..core.graph import is_array_program
+    if is_array_program(graph, bindings):
+        return ArrayRows(graph, bindings, names)
+    return Values(graph, names)
+
+
+class ArrayRows(Values):
+    """eval and grad of an array program at each row, one row at a time: the
+    rows give numbers, and the command line's arrays (W=@w.csv) stay fixed.
+    An array result is flattened row-major into columns: value[0], d_W[0,1]."""
+
+    def __init__(self, graph, bindings, names):
+        import numpy as np
+
+        from ..core import tensors
+        from ..derive.array_record import entry_labels
+        super().__init__(graph, names)
+        fixed = {**graph.defaults, **{k: v for k, v in bindings.items() if k in graph.inputs}}
+        # Copied: an array unpickled on a Dask worker may be unaligned, and
+        # NumPy's matmul of one takes a loop of its own that rounds otherwise.
+        self.arrays = {name: np.array(v, dtype=np.float64) for name, v in fixed.items()
+                       if tensors.shape_of(v)}
+        self.fixed = sorted(self.arrays)
+        # shapes are the same at every row: a row gives each other input a number
+        shapes = tensors.shapes(graph, {name: tensors.algebra().coerce(fixed.get(name, 0.0))
+                                        for name in graph.inputs})
+        self.output_shape = shapes[graph.output]
+        if self.names and self.output_shape:
+            raise UsageError(f'grad needs a scalar output, and this one has shape '
+                             f'{tensors.shown(self.output_shape)} at every row: take sum(...) '
+                             'or mean(...) of it')
+        self.outputs = entry_labels('value', shapes[graph.output]) + [
+            label for name in self.names
+            for label in entry_labels(f'd_{name}', shapes[graph.inputs[name]])]
+
+    def __call__(self, columns, rows):
+        import numpy as np
+
+        from ..core import tensors
+        for name in self.arrays:
+            if np.shape(columns[name]) != np.shape(self.arrays[name]):
+                raise UsageError(f"'{name}' is an array: it stays fixed while rows vary, so bind "
+                                 f'it on the command line ({name}=@FILE), not as a column')
+        result = np.empty((rows, len(self.outputs)))
+        bad = None
+        for r, point in enumerate(_points(self.graph, columns, rows, self.arrays)):
+            values = tensors.evaluate(self.graph, point)
+            entries = [np.ravel(values[self.graph.output])]
+            first = None if tensors.is_finite(entries[0]) else tensors.first_nonfinite(values)
+            if self.names:
+                grads = tensors.gradients(self.graph, values, wrt=self.names)
+                for k, name in enumerate(self.names):
+                    entries.append(np.ravel(grads[self.graph.inputs[name]]))
+                    if first is None and not tensors.is_finite(entries[-1]):
+                        first = len(self.graph.nodes) + k
+            result[r] = np.concatenate(entries)
+            if first is not None:
+                bad = merge_bad(bad, (first, 1))
+        return list(result.T), bad
+
+
+def _points(graph, columns, rows, fixed=()):
     """Each row's inputs as a dict of floats, as one point's passes take them."""
     import numpy as np
     lists = {name: column.tolist() if isinstance(column, np.ndarray) else [float(column)] * rows
-             for name, column in columns.items() if name in graph.inputs}
-    return [dict(zip(lists, values)) for values in zip(*lists.values())] if lists else \
+             for name, column in columns.items() if name in graph.inputs and name not in fixed}
+    points = [dict(zip(lists, values)) for values in zip(*lists.values())] if lists else \
         [{} for _ in range(rows)]
+    for name, value in dict(fixed).items():   # the same array in every row
+        for point in points:
+            point[name] = value
+    return points
 
 
 class HessianEntries:

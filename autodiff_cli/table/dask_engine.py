@@ -18,7 +18,7 @@ import os
 import signal
 
 from ..errors import AdgradError, UsageError, first_line
-from .computations import Values, merge_bad
+from .computations import merge_bad, values_for
 from .formats import Format
 from .pipeline import AtBoundaries, Plan
 from .registry import WRITERS
@@ -31,7 +31,7 @@ _GRAPHS = {}  # program text -> Graph, per worker process
 
 
 def run_dask(options, graph, bindings, names, warn, out=None):
-    """options.points (files) through Values(graph, names), each file a task:
+    """options.points (files) through values_for(), each file a task:
     a part each in -o DIR, or with options.reduce their sum or mean, one row
     to -o FILE or `out` (each task sums its file; the client adds the sums)."""
     output = options.output
@@ -52,7 +52,7 @@ def run_dask(options, graph, bindings, names, warn, out=None):
     except ImportError:
         raise UsageError("--engine dask needs Dask, adgrad's dask extra: "
                          "pip install 'dask[distributed]' pyarrow") from None
-    computation = Values(graph, names)
+    computation = values_for(graph, bindings, names)
     plan = Plan(graph, bindings, computation, warn, outputs=() if options.reduce else None)
     # The first file's header here, so that the usual mistakes (a column
     # missing, one the output would repeat) are said before a cluster starts.
@@ -340,7 +340,7 @@ def part(path, name, number, text, bindings, names, fmt, folder):
     the batch into folder/part-NNNNN.EXT. Returns what Plan.stream returns:
     the first non-finite node and in how many rows (or None), and the rows."""
     graph, fmt = _graph(text), Format(fmt)
-    plan = Plan(graph, bindings, Values(graph, names), _QUIET)
+    plan = Plan(graph, bindings, values_for(graph, bindings, names), _QUIET)
     target = os.path.join(folder, f'part-{number:05d}.{fmt}')
     with _opened(path, name) as source:
         _checked(plan, source)
@@ -359,7 +359,7 @@ def part_totals(path, name, text, bindings, names):
     many rows, or None; Totals.partial(), the rows and each column's sum)."""
     from .totals import Totals
     graph = _graph(text)
-    plan = Plan(graph, bindings, Values(graph, names), _QUIET, outputs=())
+    plan = Plan(graph, bindings, values_for(graph, bindings, names), _QUIET, outputs=())
     with _opened(path, name) as source:
         _checked(plan, source)
         totals = Totals(len(plan.computation.outputs))

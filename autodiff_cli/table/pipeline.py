@@ -210,6 +210,11 @@ class Plan:
         if clash:
             raise UsageError(f"the points already have a column '{sorted(clash)[0]}', "
                              'which the output would repeat')
+        for name in getattr(self.computation, 'fixed', ()):   # arrays no column may give
+            if name in header:
+                raise UsageError(f"the points have a column '{name}', but {name} is an array: "
+                                 'it stays fixed while rows vary, so it is bound on the '
+                                 f'command line ({name}=@FILE)')
         for name in self.bindings:
             if name in header and name in self.graph.inputs:
                 self.warn(f"the points have a column '{name}': its cells win over {name}= "
