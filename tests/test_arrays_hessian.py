@@ -192,3 +192,26 @@ def test_the_library_gives_the_same_hessian():
     x, A = np.array([1.0, -2.0]), np.array([[1.0, 2.0], [0.5, 3.0]])
     rows = Program('x @ A @ x').hessian(x=x, A=A, wrt=['x'])
     np.testing.assert_array_equal(rows, A + A.T)
+
+
+# ---- check --order 2 ----
+
+def test_check_order_2_passes_a_right_hessian_and_fails_a_wrong_one(monkeypatch):
+    words = ['check', 'sum(tanh(W @ x)^2) + x @ x * W[0, 1]', 'W=[[1, 2], [3, 4]]', 'x=[0.5, -1]',
+             '--order', '2', '--json']
+    out = run_main(words)
+    assert out.code == 0, out.err
+    rows = json.loads(out.out)['rows'] if out.out.startswith('{') else json.loads(out.out)
+    assert rows and all(row['verdict'] == 'pass' for row in rows)
+    from autodiff_cli.derive import array_record
+    right = array_record.array_hessian
+    monkeypatch.setattr(array_record, 'array_hessian',
+                        lambda *a: right(*a) + np.eye(6)[::-1] * 1e-6)   # a planted bug
+    wrong = run_main(words)
+    assert wrong.code == 1 and 'FAIL' in wrong.out + wrong.err
+
+
+def test_check_order_2_warns_at_a_kink():
+    out = run_main(['check', 'sum(relu(x)^2 * x)', 'x=[0, 1]', '--order', '2', '--json'])
+    assert out.code == 0, out.err
+    assert 'kink' in out.out

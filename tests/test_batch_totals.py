@@ -255,7 +255,7 @@ def test_no_rows_and_an_overflowing_sum(tmp_path):
     (['hessian', 'x^2', '--points', 'p.csv', '--sum'], 'unrecognized arguments: --sum'),
     (['grad', 'mean(w*x)', '--data', 'p.csv', 'w=1', '--mean'],
      '--mean goes with --points FILE: the mean over its rows (over --data, write mean(...)'),
-    (['grad', 'w*x', '--points', 'p.csv', 'w=[1,2]', '--sum'], 'programs of numbers only'),
+    (['grad', 'w*x', '--points', 'p.csv', 'w=[1,2]', '--sum'], 'grad needs a scalar output'),
 ])
 def test_refusals(tmp_path, monkeypatch, argv, message):
     monkeypatch.chdir(tmp_path)

@@ -55,11 +55,12 @@ def run(args, env):
     verdicts = CheckVerdicts(graph, names, args.order)
     from ..core.graph import is_array_program
     if is_array_program(graph, bindings):
-        refuse_arrays(graph, bindings, '--order 2 and --points of adgrad check'
-                      if args.order == 2 or args.points is not None else None)
-        from ..derive.array_check import check_arrays
-        results = [(1, row) for row in check_arrays(graph, input_values(graph, bindings,
-                                                                        env.warn), names)]
+        refuse_arrays(graph, bindings, '--points of adgrad check'
+                      if args.points is not None else None)
+        from ..derive.array_check import check_array_hessian, check_arrays
+        check = check_array_hessian if args.order == 2 else check_arrays
+        results = [(1, row) for row in check(graph, input_values(graph, bindings, env.warn),
+                                             names)]
         verdicts.done = 1
     elif args.points is None:
         results, _ = verdicts(input_values(graph, bindings, env.warn), 1)

@@ -102,3 +102,72 @@ def _at_step(graph, point, name, x, v, ad, centre, what, h):
     rounding = 1e-13 * max(1.0, abs(centre)) / h
     tolerance = max(RTOL * max(abs(ad), abs(fd)), 10 * estimate, 100 * rounding)
     return _row(what, ad, fd, 'pass' if abs(ad - fd) <= tolerance else 'FAIL'), fd
+
+
+def check_array_hessian(graph, point, names):
+    """Rows comparing the Hessian (array_record.py) with central differences
+    of the gradient, each a u·H·v: every pair of entries of the variables of
+    at most FULL entries, and v·H·v along each random direction v."""
+    from .array_record import array_hessian
+    np = tensors.algebra().np
+    with np.errstate(all='ignore'):
+        matrix = array_hessian(graph, point, names)
+        point = {name: tensors.algebra().coerce(value) for name, value in point.items()}
+        probes = _flat_probes(np, point, names)
+        rows = []
+        for what, name, v, flat in probes:
+            ad, fd, estimate, noise, h, distrust = _gradient_differences(
+                np, graph, point, names, name, v, matrix @ flat)
+            for other, _, _, u in probes:
+                if (other == what or '·' not in what + other) and (u is not None):
+                    rows.append(_second_row(np, f'{other},{what}', u, ad, fd, estimate, noise, h,
+                                            distrust))
+    return rows
+
+
+def _flat_probes(np, point, names):
+    """(label, variable, direction, the direction over every variable flattened)."""
+    sizes = [int(np.size(point[name])) for name in names]
+    starts = np.cumsum([0] + sizes)
+    probes = []
+    for name, start in zip(names, starts):
+        x = np.asarray(point[name], dtype=np.float64)
+        for what, v, _ in _probes(np, name, x):
+            flat = np.zeros(starts[-1])
+            flat[start:start + x.size] = np.ravel(v)
+            probes.append((what, name, v, flat))
+    return probes
+
+
+def _gradient_differences(np, graph, point, names, name, v, ad):
+    """Richardson's central difference of the flattened gradient along v of
+    `name`, with its error estimate, the rounding, the step, and why the
+    differences cannot be trusted (or '')."""
+    x = point[name]
+    h = 2.0 ** -10 * max(1.0, float(np.max(np.abs(x))))
+
+    def gradient(d):
+        moved = {**point, name: x + d * h * v}
+        grads = tensors.gradients(graph, tensors.evaluate(graph, moved), wrt=names)
+        return np.concatenate([np.ravel(grads[graph.inputs[n]]) for n in names])
+
+    probes = {d: gradient(d) for d in (0.0, *_OFFSETS)}
+    fd, estimate = _richardson({d: probes[d] for d in _OFFSETS}, h)
+    noise = np.max([np.abs(p) for p in probes.values()], axis=0) * 2.0 ** -52
+    distrust = ''
+    if not all(np.isfinite(p).all() for p in probes.values()):
+        distrust = 'near a domain edge or an overflow: the gradient is not finite within ±h'
+    right, left = (probes[0.5] - probes[0.0]) / (h / 2), (probes[0.0] - probes[-0.5]) / (h / 2)
+    kinked = np.abs(right - left) > 0.1 * np.maximum(np.abs(right), np.abs(left)) + 1e-6
+    return ad, fd, estimate, noise, h, distrust or kinked
+
+
+def _second_row(np, what, u, ad, fd, estimate, noise, h, distrust):
+    """One u·H·v Row; `distrust` is a reason, or per entry whether it is kinked."""
+    from .check import _compare
+    if not isinstance(distrust, str):
+        distrust = ('a kink or a jump: the one-sided differences of the gradient disagree '
+                    'within ±h') if bool(np.any(distrust[u != 0])) else ''
+    weight = np.abs(u)
+    return _compare(what, float(u @ ad), float(u @ fd), float(weight @ estimate),
+                    float(weight @ noise), h, distrust)
