@@ -53,13 +53,13 @@ QUICK = dict(startup_runs=3, runs=1, large_terms=500, large_depth=1000, chain_de
              statements=800)
 
 FIGURES = ('startup', 'large', 'torch', 'linearity', 'gradient', 'parse', 'derive', 'batch',
-           'memory', 'scale', 'dask', 'pipe', 'mean', 'arrays')
+           'memory', 'scale', 'dask', 'pipe', 'mean', 'arrays', 'work')
 OPT_IN = ('mean_pipe',)   # run only when --only names them: too long for every run
 
 AGAINST = '135ea79'   # the code every figure is held to (issue 26)
 WITHIN = 1.10         # new ÷ old may be at most this
 ONCE = ('pipe', 'mean_pipe')      # too long to repeat: one run a side
-NEWER = ('mean', 'mean_pipe', 'arrays')   # of code 135ea79 lacks: --against it leaves them out
+NEWER = ('mean', 'mean_pipe', 'arrays', 'work')   # of code 135ea79 lacks: --against leaves them out
 
 
 class Figure:
@@ -318,6 +318,45 @@ class Bench:
                                '3-vectors, forward + backward per node (CPU time)',
                                f'{per:.2f} µs', '≤ 5 µs', verdict(per <= 5),
                                f'{script}, which prints: {found.group(0)}', {'µs per node': per}))
+        return rows
+
+    def work(self):
+        """Issue 30's figures: benchmarks/work.py, run as it is, its lines read back."""
+        import re
+        check = subprocess.run([sys.executable, '-c', 'import scipy, matplotlib, pyarrow'],
+                               capture_output=True)
+        if check.returncode != 0:
+            return [Figure('fit, minimize and plot (issue 30)', 'skipped: scipy, matplotlib or '
+                           f'pyarrow is not installed for {sys.executable}', '≤ 1.5', 'n/a', '')]
+        quick = self.sizes is QUICK
+        command = [sys.executable, str(HERE / 'work.py')] + (['--quick'] if quick else [])
+        lines = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+        script = f"`python benchmarks/work.py{' --quick' if quick else ''}`"
+        rows = []
+        found = re.search(r'fit in-process, (\d+) rows: ours (\d+) ms, curve_fit (\d+) ms: '
+                          r'([\d.]+)x', lines)
+        if found:
+            ratio = float(found.group(4))
+            whole = re.search(r'fit whole process, \d+ rows: ([\d.]+) s', lines)
+            rows.append(Figure(f'fit (issue 30): a 3-parameter exponential model over '
+                               f'{int(found.group(1)):,} rows, in-process ÷ '
+                               'scipy.optimize.curve_fit with a hand-written Jacobian',
+                               f'{ratio:.2f}', '≤ 1.5', verdict(ratio <= 1.5),
+                               f'{script}, which prints: {found.group(0)}; the whole '
+                               f'`adgrad fit` process takes {whole.group(1)} s', {'÷ curve_fit': ratio}))
+        found = re.search(r'rosenbrock (\d+) variables, newton: converged (\w+), .*', lines)
+        if found:
+            rows.append(Figure(f'minimize (issue 30): chained Rosenbrock of {found.group(1)} '
+                               'variables, --method newton', found.group(0).split(': ', 1)[1],
+                               'converges; evaluations reported',
+                               verdict(found.group(2) == 'True'), f'{script}'))
+        found = re.search(r'plot of (\d+) ops at (\d+) samples, whole process: ([\d.]+) s', lines)
+        if found:
+            took = float(found.group(3))
+            rows.append(Figure(f'plot (issue 30): a {found.group(1)}-op expression at '
+                               f'{found.group(2)} samples, whole process', f'{took:.2f} s',
+                               '≤ 2 s', verdict(took <= 2), f'{script}, which prints: '
+                               f'{found.group(0)}', {'seconds': took}))
         return rows
 
     def parse(self):

@@ -33,6 +33,7 @@ class Command(Choice):
     CHECK = 'check', 'check', 'compare reverse mode with finite differences'
     MINIMIZE = 'minimize', 'minimize', 'find a minimiser with the exact gradient (and Hessian)'
     PLOT = 'plot', 'plot', 'draw f and its derivatives over a range, or contours over two'
+    FIT = 'fit', 'fit', 'fit a model to data by least squares, with the exact Jacobian'
     COMPLETION = 'completion', 'completion', 'print a shell completion script'
 
     def load(self):

@@ -138,3 +138,28 @@ def _levels(values, count=16):
         return None
     levels = np.unique(np.quantile(finite, np.linspace(0, 1, count + 1)))
     return levels if levels.size >= 2 else None
+
+
+def fit_figure(graph, name, x, y, result, fmt, title):
+    """The data, the fitted model over the range of `name` and, below, the
+    residuals, as `fmt` bytes; `result` is derive.fit's FitResult."""
+    import numpy as np
+
+    from ..core.batch import run_batch
+    figure = _figure()
+    top, bottom = figure.subplots(2, 1, sharex=True, height_ratios=(3, 1))
+    grid = np.linspace(float(np.min(x)), float(np.max(x)), 400)
+    curve = run_batch(graph, {name: grid, **result.parameters}, grid.size)[0]
+    fitted = run_batch(graph, {name: np.asarray(x), **result.parameters}, np.size(x))[0]
+    top.plot(x, y, 'o', color='black', markersize=4, label='data')
+    fits = ', '.join(f'{n} = {v:.6g}' for n, v in result.parameters.items())
+    top.plot(grid, curve, color=_COLOURS[0], linewidth=1.6, label=_plain(f'fit: {fits}'))
+    top.set_title(_plain(title))
+    top.grid(True, color='0.9')
+    top.legend(loc='best')
+    bottom.axhline(0, color='0.6', linewidth=0.8)
+    bottom.plot(x, np.asarray(y) - fitted, 'o', color=_COLOURS[1], markersize=3)
+    bottom.set_ylabel('residual')
+    bottom.set_xlabel(_plain(name))
+    bottom.grid(True, color='0.9')
+    return _save(figure, fmt)
