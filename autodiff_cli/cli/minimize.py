@@ -5,7 +5,7 @@ adam (derive/optimize.py does the work; this module reads and writes)."""
 import re
 
 from ..errors import UsageError
-from .common import Exit, input_values, load, refuse_arrays, wrt_names
+from .common import Exit, input_values, load, wrt_names
 from .evaluate import add_input
 from .output import Format, json_number, number
 
@@ -46,6 +46,9 @@ def add_arguments(parser, command):
     parser.add_argument('--bounds', action='append', metavar="'x>=0'",
                         help="bounds for lbfgs and trust: 'x>=0', 'y<=2', '0<=x<=1', comma-"
                              'separated or repeated')
+    parser.add_argument('--data', metavar='FILE',
+                        help='bind each column of FILE that names a variable as a vector of its '
+                             'rows, as grad --data does: minimise a loss over a data set')
     parser.add_argument('--trace', metavar='FILE',
                         help='write the path to FILE as CSV: iteration, the variables, f, '
                              'grad_norm (adgrad plot --path draws it)')
@@ -106,8 +109,15 @@ def run(args, env):
         raise UsageError(f'--lr is the step size of gd, momentum and adam, not of {args.method}')
     fmt = args.format or (Format.TABLE if env.stdout_isatty else Format.PLAIN)
     graph, bindings = load(args, env)
-    refuse_arrays(graph, bindings, 'adgrad minimize and its options')
     names = wrt_names(graph, args.wrt)
+    if args.data is not None:
+        from .evaluate import bind_data
+        data = bind_data(args.data, graph, bindings, env)
+        if args.wrt is None:   # as grad: the parameters, not the data
+            names = [name for name in names if name not in data]
+        if not names:
+            raise UsageError(f'every variable is a column of {args.data}: give the parameters '
+                             'start values, such as w=0')
     values = input_values(graph, bindings, env.warn)
     from ..core.passes import require_inputs
     require_inputs(graph, values)
@@ -133,7 +143,7 @@ def run(args, env):
         if progress is not None:
             progress.done()
         if args.trace is not None and rows:   # the path so far, also when it failed
-            _write_trace(args.trace, names, rows)
+            _write_trace(args.trace, _entries(names, start), rows)
     env.stdout.write(_WRITERS[fmt](result, names, env))
     if not result.converged:
         env.error(f'{args.method} did not converge: {result.why}')
@@ -162,6 +172,13 @@ class _Progress:
             self.env.stderr.flush()
 
 
+def _entries(names, start):
+    """A label per entry of the minimised vector: x, or W[0,1] for an array."""
+    from ..core.tensors import shape_of
+    from ..derive.array_record import entry_labels
+    return [label for n in names for label in entry_labels(n, shape_of(start[n]))]
+
+
 def _write_trace(path, names, rows):
     from .render import write_atomic
     lines = [','.join(['iteration', *names, 'f', 'grad_norm'])]
@@ -179,7 +196,17 @@ def _fields(result, names):
 def _text(value):
     if isinstance(value, bool):
         return 'true' if value else 'false'
+    if hasattr(value, 'ndim'):   # an array: nested lists, as grad prints one
+        import json
+        return json.dumps(_json_value(value))
     return str(value) if isinstance(value, int) else number(value)
+
+
+def _json_value(value):
+    if hasattr(value, 'tolist'):
+        import numpy as np
+        return np.vectorize(json_number, otypes=[object])(value).tolist()
+    return json_number(value)
 
 
 def _plain(result, names, env):
@@ -188,7 +215,7 @@ def _plain(result, names, env):
 
 def _json(result, names, env):
     import json
-    record = {'minimiser': {n: json_number(result.x[n]) for n in names},
+    record = {'minimiser': {n: _json_value(result.x[n]) for n in names},
               'f': json_number(result.f), 'grad_norm': json_number(result.grad_norm),
               'iterations': result.iterations, 'evaluations': result.evaluations,
               'hessians': result.hessians, 'converged': result.converged,

@@ -36,17 +36,26 @@ class Objective:
         self._last = None
         self._prepared = None
 
+    def split(self, v):
+        """{name: value} of the vector v."""
+        return {n: float(x) for n, x in zip(self.names, v)}
+
     def point(self, v):
-        return {**self.fixed, **{n: float(x) for n, x in zip(self.names, v)}}
+        return {**self.fixed, **self.split(v)}
 
     def value_and_gradient(self, v):
+        """(f, ∇f) at v; the last point's kept, as scipy asks for it again."""
+        import numpy as np
+        key = np.asarray(v, dtype=np.float64).tobytes()
+        if self._last is None or self._last[0] != key:
+            self.evaluations += 1
+            self._last = (key, *self._evaluate(v))
+        return self._last[1], self._last[2].copy()
+
+    def _evaluate(self, v):
         import numpy as np
 
         from ..core.passes import backward, first_nonfinite, forward
-        key = np.asarray(v, dtype=np.float64).tobytes()
-        if self._last is not None and self._last[0] == key:
-            return self._last[1], self._last[2].copy()
-        self.evaluations += 1
         values = forward(self.graph, self.point(v))
         f = values[self.graph.output]
         bad = first_nonfinite(values)
@@ -61,8 +70,7 @@ class Objective:
             name = self.names[int(np.flatnonzero(~np.isfinite(gradient))[0])]
             raise NumericalError(f'the gradient ∂f/∂{name} is not finite at iteration '
                                  f'{self.iteration}: {gradient[self.names.index(name)]!r}')
-        self._last = (key, float(f), gradient)
-        return float(f), gradient.copy()
+        return float(f), gradient
 
     def hessian(self, v):
         import numpy as np
@@ -72,6 +80,54 @@ class Objective:
             self._prepared = gradient_graph(self.graph, self.names)
         self.hessians += 1
         matrix = np.array(hessian(self.graph, self.point(v), self.names, self._prepared))
+        if not np.isfinite(matrix).all():
+            raise NumericalError(f'the Hessian is not finite at iteration {self.iteration}')
+        return matrix
+
+
+class ArrayObjective(Objective):
+    """f and ∇f of an array program at a vector of the `names`' entries, each
+    name's array flattened row-major in turn; the Hessian is the recorded
+    gradient's (derive/array_record.py)."""
+
+    def __init__(self, graph, names, fixed, start):
+        import numpy as np
+        super().__init__(graph, names, fixed)
+        self.shapes = [np.shape(start[n]) for n in self.names]
+        self.ends = np.cumsum([int(np.prod(shape)) for shape in self.shapes]).tolist()
+
+    def split(self, v):
+        """{name: its array (a float for a scalar)} of the vector v."""
+        import numpy as np
+        parts = np.split(np.asarray(v, dtype=np.float64), self.ends[:-1])
+        return {n: part.reshape(shape) if shape else float(part[0])
+                for n, part, shape in zip(self.names, parts, self.shapes)}
+
+    def _evaluate(self, v):
+        import numpy as np
+
+        from ..core import tensors
+        values = tensors.evaluate(self.graph, self.point(v))
+        f = values[self.graph.output]
+        if np.ndim(f):
+            raise UsageError(f'minimize needs a scalar output, and this one has shape '
+                             f'{tensors.shown(np.shape(f))}: take sum(...) or mean(...) of it')
+        if not np.isfinite(f):
+            bad = tensors.first_nonfinite(values)
+            raise NumericalError(f'f is not finite at iteration {self.iteration}: '
+                                 f'{_where(self.graph, bad)} is not finite, the first such value')
+        grads = tensors.gradients(self.graph, values, wrt=self.names)
+        gradient = np.concatenate([np.ravel(grads[self.graph.inputs[n]]) for n in self.names])
+        if not np.isfinite(gradient).all():
+            raise NumericalError(f'the gradient is not finite at iteration {self.iteration}')
+        return float(f), gradient
+
+    def hessian(self, v):
+        import numpy as np
+
+        from .array_record import array_hessian
+        self.hessians += 1
+        matrix = array_hessian(self.graph, self.point(v), self.names)
         if not np.isfinite(matrix).all():
             raise NumericalError(f'the Hessian is not finite at iteration {self.iteration}')
         return matrix
@@ -95,16 +151,24 @@ def minimize(graph, start, names, method='lbfgs', fixed=None, bounds=None, lr=No
     if bounds and method not in BOUNDED:
         raise UsageError(f"--method {method} takes no bounds: use lbfgs or trust, "
                          'whose scipy methods keep them')
-    objective = Objective(graph, names, fixed or {})
-    x0 = np.array([start[n] for n in names], dtype=np.float64)
+    from ..core.graph import is_array_program
+    if is_array_program(graph, {**(fixed or {}), **start}):
+        objective = ArrayObjective(graph, names, fixed or {}, start)
+        x0 = np.concatenate([np.ravel(np.asarray(start[n], dtype=np.float64)) for n in names])
+        each = [n for n, shape in zip(names, objective.shapes) for _ in range(int(np.prod(shape)))]
+    else:
+        objective = Objective(graph, names, fixed or {})
+        x0 = np.array([start[n] for n in names], dtype=np.float64)
+        each = names
     box = None
     if bounds:
-        box = [bounds.get(n, (None, None)) for n in names]
+        box = [bounds.get(n, (None, None)) for n in each]
         lo = np.array([-np.inf if b[0] is None else b[0] for b in box])
         hi = np.array([np.inf if b[1] is None else b[1] for b in box])
         if (x0 < lo).any() or (x0 > hi).any():
-            name = names[int(np.flatnonzero((x0 < lo) | (x0 > hi))[0])]
-            raise UsageError(f"the start {name}={start[name]:g} is outside its bounds")
+            name = each[int(np.flatnonzero((x0 < lo) | (x0 > hi))[0])]
+            what = f'{name}={start[name]:g}' if not np.ndim(start[name]) else f'of {name}'
+            raise UsageError(f"the start {what} is outside its bounds")
 
     def report(v):
         f, g = objective.value_and_gradient(v)
@@ -134,7 +198,7 @@ def _norm(v, g, box):
 
 
 def _result(objective, v, f, norm, converged, why):
-    x = {n: float(value) for n, value in zip(objective.names, v)}
+    x = objective.split(v)
     return Result(x, f, norm, objective.iteration, objective.evaluations, objective.hessians,
                   converged, why)
 
