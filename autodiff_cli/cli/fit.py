@@ -71,6 +71,9 @@ def run(args, env):
     from ..derive.fit import fit
     result = fit(graph, columns, target, start, weights, args.loss, args.f_scale,
                  args.max_evaluations)
+    if result.not_finite is not None:
+        env.warn(f'scipy tried points where the model is not finite, and stepped back: first '
+                 f'where {result.not_finite}')
     env.stdout.write(_WRITERS[fmt](result, env))
     if args.plot is not None:
         _draw(args, graph, columns, target, result, plot_format)

@@ -22,8 +22,9 @@ TOLERANCE = 1e-14   # ftol, xtol and gtol: NIST certifies 11 digits, a fit shoul
 # parameters, errors: {name: value}; rss: the weighted residual sum of squares;
 # dof: rows - parameters; covariance, correlation: matrices in parameter order;
 # evaluations: of the residuals, jacobians: of the Jacobian; why: scipy's message.
+# not_finite: the first point scipy tried where the model was not finite, or None.
 FitResult = namedtuple('FitResult', 'parameters errors rss dof rows covariance correlation '
-                                    'evaluations jacobians converged why')
+                                    'evaluations jacobians converged why not_finite')
 
 
 class Residuals:
@@ -38,8 +39,12 @@ class Residuals:
         self.scale = None if weights is None else np.sqrt(np.asarray(weights, dtype=np.float64))
         self.evaluations = self.jacobians = 0
         self._last = None   # (the parameters' bytes, the gradient there)
+        self.not_finite, self.first_not_finite, self.last_not_finite = 0, None, None
 
     def _run(self, p, wrt):
+        """The model's value and gradient at every row. Where they are not
+        finite, they are given to scipy as they are (its trust region then
+        takes a shorter step), and the first such point is kept to be named."""
         from ..core.batch import run_batch
         point = {**self.columns, **{n: float(v) for n, v in zip(self.names, p)}}
         value, gradient, bad = run_batch(self.graph, point, self.rows, wrt)
@@ -48,8 +53,12 @@ class Residuals:
             what = (f'the derivative by {wrt[node - len(self.graph.nodes)]}'
                     if node >= len(self.graph.nodes) else
                     f'{self.graph.text(node, 60) or self.graph.label(node)} (node {node})')
-            raise NumericalError(f'{what} is not finite in {count} of {self.rows} rows at '
-                                 f'{_point(self.names, p)}: the model cannot be fitted from there')
+            self.not_finite += 1
+            self.first_not_finite = self.first_not_finite or (
+                f'{what} is not finite in {count} of {self.rows} rows at {_point(self.names, p)}')
+            self.last_not_finite = f'{what} is not finite in {count} of {self.rows} rows'
+        else:
+            self.last_not_finite = None
         return value, gradient
 
     def __call__(self, p):
@@ -82,7 +91,8 @@ def fit(graph, columns, target, start, weights=None, loss='linear', f_scale=1.0,
     """Fit `graph` to `target` over the rows of `columns` ({input: array, or a
     number for every row}), varying the parameters of `start` ({name: value},
     in order); a FitResult. `weights` multiply each row's squared residual.
-    Raises NumericalError where the model is not finite, UsageError for
+    Raises NumericalError where the model is not finite where the fit stops,
+    UsageError for
     weights that are not positive or fewer rows than parameters."""
     import warnings
 
@@ -98,6 +108,11 @@ def fit(graph, columns, target, start, weights=None, loss='linear', f_scale=1.0,
         raise UsageError(f'{residuals.rows} rows cannot fit {len(names)} parameters: a fit needs '
                          'more rows than parameters')
     x0 = np.array([start[n] for n in names], dtype=np.float64)
+    residuals(x0)   # scipy takes no start where the model is not finite
+    residuals.evaluations -= 1
+    if residuals.last_not_finite is not None:
+        raise NumericalError(f'{residuals.last_not_finite} at the start, {_point(names, x0)}: '
+                             'start where the model is finite')
     method = 'lm' if loss == 'linear' else 'trf'   # MINPACK's has no robust loss
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')   # scipy's warnings repeat its message
@@ -105,6 +120,9 @@ def fit(graph, columns, target, start, weights=None, loss='linear', f_scale=1.0,
                               f_scale=f_scale, x_scale='jac', ftol=TOLERANCE, xtol=TOLERANCE,
                               gtol=TOLERANCE, max_nfev=max_evaluations)
     r = residuals(found.x)   # then the Jacobian there is the one this pass gave
+    if residuals.last_not_finite is not None:
+        raise NumericalError(f'the fit stopped where {residuals.last_not_finite}, at '
+                             f'{_point(names, found.x)}: start nearer the data')
     jacobian = residuals.jacobian(found.x)
     rss = float(r @ r)
     dof = residuals.rows - len(names)
@@ -118,7 +136,8 @@ def fit(graph, columns, target, start, weights=None, loss='linear', f_scale=1.0,
     why = str(found.message).rstrip('.')
     return FitResult(dict(zip(names, map(float, found.x))), dict(zip(names, map(float, errors))),
                      rss, dof, residuals.rows, covariance, correlation,
-                     residuals.evaluations - 1, residuals.jacobians - 1, converged, why)
+                     residuals.evaluations - 1, residuals.jacobians - 1, converged, why,
+                     residuals.first_not_finite)
 
 
 def _covariance(np, jacobian):
