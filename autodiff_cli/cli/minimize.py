@@ -233,7 +233,9 @@ def _delimited(delimiter):
 
 def _table(result, names, env):
     from ..table.rich_tables import rich_text, table
-    rows = [[k, _text(v)] for k, v in _fields(result, names)]
+    from .arrays import summary
+    # a large array in short, as --nodes shows one: every entry is in --json
+    rows = [[k, summary(v) if hasattr(v, 'ndim') else _text(v)] for k, v in _fields(result, names)]
     shown = rich_text([table([('', 'left', 'bold'), ('', 'right', None)], rows,
                              show_header=False)], env.stdout, colour=env.colour)
     return shown + result.why + '\n'
