@@ -55,7 +55,7 @@ def test_diff_of_a_sample_file_reads_back_at_its_input_defaults(sample):
 
 
 def test_diff_usage_errors():
-    assert run_main(['diff', 'x*y', '--order', '2']).code == 2          # which variable?
+    assert run_main(['diff', 'x*y', '--order', '3']).code == 2          # which variable?
     assert run_main(['diff', '3 + 4']).code == 2                       # no variables
     assert run_main(['diff', 'x*y', 'x=2']).code == 2                  # no values
     assert run_main(['diff', 'x*y', '--wrt', 'q']).code == 2
@@ -184,3 +184,36 @@ def test_hessian_points_as_a_table(tmp_path):
     rows = [[c.strip() for c in line.split('│')[1:-1]] for line in run.out.splitlines()
             if line.startswith('│')]
     assert rows == [['3', '2', 'a', '4.0', '6.0', '6.0', '0.0']]
+
+
+def test_order_2_by_several_variables_gives_the_mixed_partials():
+    """diff --order 2 --wrt x,y: d2_x_x, d2_x_y, d2_y_y, each SymPy's at a point,
+    through the NumPy code; its keys say they are second derivatives."""
+    import sympy
+    from .helpers import numpy_function
+    text = 'x^3*y + sin(x*y)'
+    out = run_main(['diff', text, '--order', '2', '--lang', 'numpy'])
+    assert out.code == 0, out.err
+    value, seconds = numpy_function(out.out)(0.7, -1.3)
+    x, y = sympy.symbols('x y')
+    f = x**3 * y + sympy.sin(x * y)
+    expected = {f'd2_{a}_{b}': float(sympy.diff(f, a, b).subs({x: 0.7, y: -1.3}))
+                for a, b in ((x, x), (x, y), (y, y))}
+    assert seconds.keys() == expected.keys()
+    for key, want in expected.items():
+        assert float(seconds[key]) == pytest.approx(want, rel=1e-13), key
+    text_out = run_main(['diff', text, '--order', '2']).out
+    assert [line.split(' = ')[0] for line in text_out.splitlines()][-3:] == list(expected)
+
+
+def test_second_derivatives_are_not_called_the_gradient():
+    c = run_main(['diff', 'x^3*y', '--order', '2', '--lang', 'c']).out
+    assert 'gradient' not in c and 'd2[1] = d2/dx dy' in c and 'double *d2' in c
+    latex = run_main(['diff', 'x^3*y', '--order', '2', '--lang', 'latex']).out
+    assert r'\frac{\partial^{2} f}{\partial x \, \partial y} = 3 {x}^{2}' in latex
+
+
+def test_latex_names_the_programs_own_output():
+    out = run_main(['diff', '-f', 'samples/blocks.ad', '--lang', 'latex']).out
+    assert out.startswith(r'\[ \frac{\partial z}{\partial x}')
+    assert r'\partial f}' in run_main(['diff', 'x^2', '--lang', 'latex']).out

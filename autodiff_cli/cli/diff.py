@@ -59,8 +59,8 @@ def run(args, env):
         raise UsageError(f"diff prints a formula and takes no values ('{words[0]}'); "
                          'to evaluate it, pipe it to adgrad eval')
     names = variables(graph, args.wrt)
-    if args.order > 1 and len(names) != 1:
+    if args.order > 2 and len(names) != 1:
         raise UsageError(f'--order {args.order} differentiates with respect to one variable: '
-                         'give it with --wrt X')
+                         'give it with --wrt X (--order 2 takes several, for the mixed partials)')
     env.stdout.write(derivative_text(graph, names, args.order, args.lang))
     return Exit.OK

@@ -389,18 +389,23 @@ def _label(variable, order):
 
 
 def latex_text(derivative, order=1, function='f'):
-    """One display-math line per binding and per derivative."""
+    """One display-math line per binding and per derivative; `function` is
+    the output's name (the program's last binding, else f)."""
     _check_printable(derivative, LATEX, 'latex')
     printed = lay_out(derivative, LATEX, latex_number, variable=latex_name,
                       labels=[_label(label, order) for label, _ in derivative.results],
                       display=_latex_binding)
     lines = [rf'\[ {name} = {text} \]' for name, text in printed.bindings]
+    function = latex_name(function)
     for (label, ref), (_, name, text) in zip(derivative.results, printed.results):
-        variable = printed.variables[label]
+        by = [printed.variables.get(v, latex_name(v)) for v in derivative.wrt[label]]
         if order == 1:
-            head = rf'\frac{{\partial {function}}}{{\partial {variable}}}'
+            head = rf'\frac{{\partial {function}}}{{\partial {by[0]}}}'
+        elif len(set(by)) == 1:
+            head = rf'\frac{{\partial^{{{order}}} {function}}}{{\partial {by[0]}^{{{order}}}}}'
         else:
-            head = rf'\frac{{\partial^{{{order}}} {function}}}{{\partial {variable}^{{{order}}}}}'
+            parts = r' \, '.join(rf'\partial {v}' for v in by)
+            head = rf'\frac{{\partial^{{{order}}} {function}}}{{{parts}}}'
         lines.append(rf'\[ {head} = {text} \]')
     return '\n'.join(lines) + '\n'
 
@@ -425,8 +430,9 @@ def numpy_text(derivative):
         lines[1:1] = ['', "from autodiff_cli.core import arrays as _arrays  # forms NumPy lacks"]
     for op in used:
         lines += [helpers[op], '']
-    lines += ['', f'def f({parameters}):',
-              '    """The value and the gradient {variable: array}, at arrays of points."""']
+    what = ('the gradient {variable: array}' if derivative.order == 1 else
+            f'the derivatives of order {derivative.order} {{label: array}}')
+    lines += ['', f'def f({parameters}):', f'    """The value and {what}, at arrays of points."""']
     for original, name in printed.variables.items():
         lines.append(f'    {name} = np.asarray({name}, dtype=np.float64)')
     lines.append("    with np.errstate(all='ignore'):")
@@ -439,6 +445,8 @@ def numpy_text(derivative):
     shapes = ', '.join(f'np.shape({n})' for n in printed.variables.values())
     lines.append(f'    shape = np.broadcast_shapes({shapes})')
     (_, value), gradient = outputs[0], outputs[1:]
+    if derivative.order > 1:   # never under a variable's name, as if it were the gradient
+        gradient = [(_label(label, derivative.order), name) for label, name in gradient]
     entries = ', '.join(f'{label!r}: np.broadcast_to({name}, shape).astype(np.float64)'
                         for label, name in gradient)
     lines.append(f'    return np.broadcast_to({value}, shape).astype(np.float64), {{{entries}}}')
@@ -456,18 +464,29 @@ def c_text(derivative, function='f'):
     if used:
         lines.append('')
     parameters = ''.join(f'double {n}, ' for n in printed.variables.values())
-    order = ', '.join(f'grad[{i}] = d/d{label}'
+    k = derivative.order
+    out, what = ('grad', 'the gradient') if k == 1 else (f'd{k}', f'the derivatives of order {k}')
+    order = ', '.join(f'{out}[{i}] = {_ascii_derivative(derivative.wrt[label])}'
                       for i, (label, _) in enumerate(derivative.results[1:]))
-    lines += [f'/* The value, and the gradient: {order or "none"}. */',
-              f'void {function}({parameters}double *value, double *grad)', '{']
+    lines += [f'/* The value, and {what}: {order or "none"}. */',
+              f'void {function}({parameters}double *value, double *{out})', '{']
     lines += [f'    const double {name} = {text};' for name, text in printed.bindings]
     for i, (label, name, text) in enumerate(printed.results):
-        target = '*value' if i == 0 else f'grad[{i - 1}]'
+        target = '*value' if i == 0 else f'{out}[{i - 1}]'
         lines.append(f'    {target} = {text};')
     if len(printed.results) == 1:
-        lines.append('    (void)grad;')
+        lines.append(f'    (void){out};')
     lines.append('}')
     return '\n'.join(lines) + '\n'
+
+
+def _ascii_derivative(by):
+    """d/dx, d2/dx2, d2/dx dy: what a result differentiates by, in a C comment."""
+    if len(by) == 1:
+        return f'd/d{by[0]}'
+    if len(set(by)) == 1:
+        return f'd{len(by)}/d{by[0]}{len(by)}'
+    return f'd{len(by)}/' + ' '.join(f'd{v}' for v in by)
 
 
 def _check_printable(derivative, table, language):
@@ -480,7 +499,7 @@ def _check_printable(derivative, table, language):
 
 
 def _code_labels(derivative):
-    return ['value'] + [f'd_{label}' for label, _ in derivative.results[1:]]
+    return ['value'] + [_label(label, derivative.order) for label, _ in derivative.results[1:]]
 
 
 def _helpers_used(derivative, helpers):
@@ -496,17 +515,28 @@ def _helpers_used(derivative, helpers):
 LANGUAGES = ('adgrad', 'numpy', 'c', 'latex')
 
 
+def output_name(graph):
+    """The name a person gave the output (the program's last binding, z in
+    z = f(y)), else f; never a variable's name, which would read as x(x)."""
+    name = graph.nodes[graph.output].name
+    if name and '#' not in name and name not in graph.inputs:
+        return name
+    return 'f' if 'f' not in graph.inputs else 'F'
+
+
 def derivative_text(graph, names, order=1, lang='adgrad'):
     """`adgrad diff`'s text: the derivative of `graph` with respect to `names`
     (one name for order > 1), printed in `lang`, one of LANGUAGES."""
-    from .record import differentiate, nth_derivative
+    from .record import differentiate, nth_derivative, second_derivatives
     code = lang in ('numpy', 'c')
-    if order > 1:
+    if order == 2 and len(names) > 1:
+        derivative = second_derivatives(graph, names, with_value=code)
+    elif order > 1:
         derivative = nth_derivative(graph, names[0], order, with_value=code)
     else:
         derivative = differentiate(graph, names, with_value=code)
     if lang == 'adgrad':
         return adgrad_text(derivative, order, graph.defaults)
     if lang == 'latex':
-        return latex_text(derivative, order)
+        return latex_text(derivative, order, output_name(graph))
     return numpy_text(derivative) if lang == 'numpy' else c_text(derivative)

@@ -239,10 +239,14 @@ def gradient(graph, tape, values, output=None):
 
 
 class Derivative:
-    """A recorded tape with named results: (name, Ref or float) in order."""
+    """A recorded tape with named results: (name, Ref or float) in order.
+    `wrt` says what each result differentiates by: (x,) or, for a second
+    derivative, (x, y); `order` is how many times."""
 
-    def __init__(self, tape, results, source=''):
+    def __init__(self, tape, results, source='', order=1, wrt=None):
         self.tape, self.results, self.source = tape, list(results), source
+        self.order = order
+        self.wrt = wrt or {name: (name,) * order for name, _ in self.results}
         self._reachable = None
 
     def graph(self, index=0):
@@ -311,4 +315,33 @@ def nth_derivative(graph, wrt, order, simplify=True, exact=False, with_value=Fal
         grads = backward(current, values, algebra=tape)
         result = grads[tape.inputs[wrt]]
     value = [('value', primal)] if with_value else []
-    return Derivative(tape, value + [(wrt, result)], graph.source)
+    return Derivative(tape, value + [(wrt, result)], graph.source, order)
+
+
+def second_derivatives(graph, wrt, simplify=True, exact=False, with_value=False):
+    """∂²output/∂a∂b for each pair a, b of `wrt`, b not before a: the
+    gradient recorded once, then each of its entries differentiated on the
+    same tape, so that what the entries share is recorded once."""
+    tape = Tape(simplify, exact)
+    values = replay(graph, tape)
+    grads = gradient(graph, tape, values)
+    results, pairs = [('value', values[graph.output])] if with_value else [], {}
+    walked = 0
+    for i, a in enumerate(wrt):
+        first = grads[a]
+        seconds = {}
+        if isinstance(first, Ref):
+            walked += len(tape.nodes)   # as nth_derivative: a bound on the passes' work
+            if walked > DERIVATIVE_WALK_LIMIT:
+                raise AdgradError(f'the second derivatives by {len(wrt)} variables would take '
+                                  f'more than {DERIVATIVE_WALK_LIMIT:,} steps to record; ask '
+                                  'for fewer with --wrt')
+            current = Graph(tape.nodes, first, dict(tape.inputs), {}, graph.source)
+            here = [n.value if n.op == 'const' else Ref(k) for k, n in enumerate(tape.nodes)]
+            found = backward(current, here, algebra=tape)
+            seconds = {b: found[tape.inputs[b]] if b in tape.inputs else 0.0 for b in wrt[i:]}
+        for b in wrt[i:]:
+            label = f'{a}_{b}'
+            results.append((label, seconds.get(b, 0.0)))
+            pairs[label] = (a, b)
+    return Derivative(tape, results, graph.source, 2, pairs)
