@@ -466,7 +466,7 @@ def c_text(derivative, function='f'):
     parameters = ''.join(f'double {n}, ' for n in printed.variables.values())
     k = derivative.order
     out, what = ('grad', 'the gradient') if k == 1 else (f'd{k}', f'the derivatives of order {k}')
-    order = ', '.join(f'{out}[{i}] = {_ascii_derivative(derivative.wrt[label])}'
+    order = ', '.join(f'{out}[{i}] = {_ascii_derivative(derivative.wrt[label], k)}'
                       for i, (label, _) in enumerate(derivative.results[1:]))
     lines += [f'/* The value, and {what}: {order or "none"}. */',
               f'void {function}({parameters}double *value, double *{out})', '{']
@@ -480,13 +480,13 @@ def c_text(derivative, function='f'):
     return '\n'.join(lines) + '\n'
 
 
-def _ascii_derivative(by):
+def _ascii_derivative(by, order):
     """d/dx, d2/dx2, d2/dx dy: what a result differentiates by, in a C comment."""
-    if len(by) == 1:
+    if order == 1:
         return f'd/d{by[0]}'
     if len(set(by)) == 1:
-        return f'd{len(by)}/d{by[0]}{len(by)}'
-    return f'd{len(by)}/' + ' '.join(f'd{v}' for v in by)
+        return f'd{order}/d{by[0]}{order}'
+    return f'd{order}/' + ' '.join(f'd{v}' for v in by)
 
 
 def _check_printable(derivative, table, language):

@@ -240,13 +240,13 @@ def gradient(graph, tape, values, output=None):
 
 class Derivative:
     """A recorded tape with named results: (name, Ref or float) in order.
-    `wrt` says what each result differentiates by: (x,) or, for a second
-    derivative, (x, y); `order` is how many times."""
+    `wrt` says what each result differentiates by: (x,), `order` times over,
+    or for a mixed second derivative (x, y)."""
 
     def __init__(self, tape, results, source='', order=1, wrt=None):
         self.tape, self.results, self.source = tape, list(results), source
         self.order = order
-        self.wrt = wrt or {name: (name,) * order for name, _ in self.results}
+        self.wrt = wrt or {name: (name,) for name, _ in self.results}
         self._reachable = None
 
     def graph(self, index=0):
