@@ -123,6 +123,9 @@ CASES = [
      lambda x, y: T.maximum(x, y)),
     ('where(x > 0, x^2, -x)', dict(x=np.array([-1.0, 0.0, 2.0])),
      lambda x: T.where(x > 0, x ** 2, -x)),
+    # a constant's entries (floor's gradient is 0) beside a variable's
+    ('floor(A) + A', dict(A=A23), lambda A: T.floor(A) + A),
+    ('floor(x) * 2 + x', dict(x=np.array([1.5])), lambda x: T.floor(x) * 2 + x),
     # compositions
     ('sum((A @ x - b)^2)', dict(A=A23, x=X3, b=X2), lambda A, x, b: ((A @ x - b) ** 2).sum()),
     ('x @ M @ x', dict(x=X3, M=SPD), lambda x, M: x @ M @ x),

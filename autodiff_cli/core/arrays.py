@@ -281,7 +281,10 @@ def sum_to(a, shape):
     if a.shape == shape:
         return a
     extra = a.ndim - len(shape)
-    a = np.sum(a, axis=tuple(range(extra))) if extra > 0 else a
+    if extra > 0:
+        a = np.sum(a, axis=tuple(range(extra)))
+    elif extra < 0:   # a 0-d gradient (of a constant's entries) stands for each entry
+        a = a.reshape((1,) * -extra + a.shape)
     stretched = tuple(k for k, n in enumerate(shape) if n == 1 and a.shape[k] != 1)
     if stretched:
         a = np.sum(a, axis=stretched, keepdims=True)
