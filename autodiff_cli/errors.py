@@ -32,6 +32,15 @@ class UsageError(AdgradError):
     """Bad usage of the command line: a missing value, a bad option."""
 
 
+class RowError(AdgradError):
+    """An error at row `row` of a chunk, which the pipeline, knowing the file
+    and line, raises again as `cause`'s own type with them named."""
+
+    def __init__(self, row, cause):
+        super().__init__(cause.message)
+        self.row, self.cause = row, cause
+
+
 def did_you_mean(name, candidates):
     """'; did you mean 'sin'?' for the closest candidate, or ''."""
     import difflib  # slow to import, and only an error message needs it

@@ -88,3 +88,30 @@ def test_refusals_are_one_line_before_any_output(points, words, message):
     out = run_main([*words, '--points', 'pts.csv'])
     assert out.code == 2 and out.out == ''
     assert message in out.err and len(out.err.strip().splitlines()) == 1, out.err
+
+
+def test_an_unbound_array_is_named_not_taken_for_a_number(points):
+    out = run_main(['grad', 'input W[3, 2]; sum(W @ [x, y])', '--points', 'pts.csv'])
+    assert out.code == 2 and out.out == ''
+    assert out.err.startswith("adgrad: error: no value for 'W': it is declared [3,2]"), out.err
+
+
+def test_a_jsonl_row_that_gives_an_array_input_is_named(points, tmp_path):
+    (tmp_path / 'late.jsonl').write_text('{"y": 1}\n{"y": 2, "x": 3}\n')
+    out = run_main(['grad', 'sum(x) * y', 'x=[1, 2]', '--points', 'late.jsonl'])
+    assert out.code == 2
+    assert out.err == ("adgrad: error: late.jsonl: line 2: the row has a key 'x', but x is "
+                       'an array: it stays fixed while rows vary\n')
+
+
+def test_a_singular_matrix_names_its_row(points, tmp_path):
+    # inv of [[a, 1], [2, 2]] is singular at a = 1 only: line 3 of the file
+    (tmp_path / 'a.csv').write_text('a\n2\n1\n3\n')
+    out = run_main(['grad', 'sum(inv([[a, 1], [2, 2]]))', '--points', 'a.csv'])
+    assert out.code == 1
+    assert out.err == 'adgrad: error: a.csv: line 3: inv: the matrix is singular\n'
+
+
+def test_hessian_refuses_data_with_points(points):
+    out = run_main(['hessian', 'x*y', '--data', 'pts.csv', '--points', 'pts.csv'])
+    assert out.code == 2 and '--data binds whole columns and --points evaluates row by row' in out.err

@@ -81,13 +81,7 @@ def run(args, env):
     args.format_given = args.format is not None
     if not args.format_given:
         args.format = Format.TABLE if env.stdout_isatty else Format.PLAIN
-    program_from_stdin = args.file == '-' or (args.file is None and args.words[:1] == ['-'])
-    if args.points == '-' and program_from_stdin:
-        raise UsageError('the program and the points cannot both come from standard input')
-    if args.data is not None and (args.points is not None or args.data == '-' and program_from_stdin):
-        raise UsageError('--data binds whole columns and --points evaluates row by row: give one'
-                         if args.points is not None else
-                         'the program and the data cannot both come from standard input')
+    check_sources(args)
     if args.reduce and args.points is None:
         how = args.reduce
         raise UsageError(f'--{how} goes with --points FILE: the {how} over its rows'
@@ -127,6 +121,18 @@ def run(args, env):
     if getattr(args, 'explain', False):
         write_explanation(graph, inputs, env)
     return Exit.OK
+
+
+def check_sources(args):
+    """At most one of the program, --points and --data from standard input,
+    and not both --data and --points."""
+    program_from_stdin = args.file == '-' or (args.file is None and args.words[:1] == ['-'])
+    if args.points == '-' and program_from_stdin:
+        raise UsageError('the program and the points cannot both come from standard input')
+    if args.data is not None and (args.points is not None or args.data == '-' and program_from_stdin):
+        raise UsageError('--data binds whole columns and --points evaluates row by row: give one'
+                         if args.points is not None else
+                         'the program and the data cannot both come from standard input')
 
 
 def bind_data(path, graph, bindings, env):

@@ -8,7 +8,7 @@ from ..core.passes import require_inputs
 from ..errors import UsageError
 from .common import Exit, input_values, load
 from .diff import variables
-from .evaluate import add_input, bind_data
+from .evaluate import add_input, bind_data, check_sources
 from .output import Format, json_number, number
 
 FORMATS = (Format.TABLE, Format.PLAIN, Format.JSON, Format.JSONL, Format.CSV, Format.TSV)
@@ -46,6 +46,7 @@ def run(args, env):
     from ..derive.hessian import hessian
 
     fmt = args.format or (Format.TABLE if env.stdout_isatty else Format.PLAIN)
+    check_sources(args)
     graph, bindings = load(args, env)
     data = bind_data(args.data, graph, bindings, env) if args.data is not None else ()
     names = variables(graph, args.wrt, 'differentiate')

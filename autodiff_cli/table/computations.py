@@ -7,7 +7,7 @@ report(bad, count, strict, warn) for what `bad` gathered over the chunks;
 and may have `fixed`, inputs that no column may give.
 """
 
-from ..errors import UsageError, numerical
+from ..errors import AdgradError, RowError, UsageError, numerical
 from .bindings import input_values, where  # noqa: F401 - the computations' own too
 
 
@@ -76,6 +76,12 @@ class ArrayRows(Values):
         self.arrays = {name: np.array(v, dtype=np.float64) for name, v in fixed.items()
                        if tensors.shape_of(v)}
         self.fixed = sorted(self.arrays)
+        for name in graph.inputs:
+            declared = (graph.shapes or {}).get(name)
+            if declared and name not in fixed:
+                raise UsageError(f"no value for '{name}': it is declared {tensors.shown(declared)}"
+                                 ', an array, which stays fixed while rows vary; bind it on '
+                                 f'the command line ({name}=@FILE)')
         # shapes are the same at every row: a row gives each other input a number
         shapes = tensors.shapes(graph, {name: tensors.algebra().coerce(fixed.get(name, 0.0))
                                         for name in graph.inputs})
@@ -99,19 +105,29 @@ class ArrayRows(Values):
         result = np.empty((rows, len(self.outputs)))
         bad = None
         for r, point in enumerate(_points(self.graph, columns, rows, self.arrays)):
-            values = tensors.evaluate(self.graph, point)
-            entries = [np.ravel(values[self.graph.output])]
-            first = None if tensors.is_finite(entries[0]) else tensors.first_nonfinite(values)
-            if self.names:
-                grads = tensors.gradients(self.graph, values, wrt=self.names)
-                for k, name in enumerate(self.names):
-                    entries.append(np.ravel(grads[self.graph.inputs[name]]))
-                    if first is None and not tensors.is_finite(entries[-1]):
-                        first = len(self.graph.nodes) + k
-            result[r] = np.concatenate(entries)
+            try:
+                result[r], first = self._row(point)
+            except AdgradError as error:   # a singular matrix, say: at this row of the file
+                raise RowError(r, error) from None
             if first is not None:
                 bad = merge_bad(bad, (first, 1))
         return list(result.T), bad
+
+    def _row(self, point):
+        """One row's entries, and its first non-finite node or None."""
+        import numpy as np
+
+        from ..core import tensors
+        values = tensors.evaluate(self.graph, point)
+        entries = [np.ravel(values[self.graph.output])]
+        first = None if tensors.is_finite(entries[0]) else tensors.first_nonfinite(values)
+        if self.names:
+            grads = tensors.gradients(self.graph, values, wrt=self.names)
+            for k, name in enumerate(self.names):
+                entries.append(np.ravel(grads[self.graph.inputs[name]]))
+                if first is None and not tensors.is_finite(entries[-1]):
+                    first = len(self.graph.nodes) + k
+        return np.concatenate(entries), first
 
 
 def _points(graph, columns, rows, fixed=()):

@@ -10,7 +10,7 @@ input that cannot be read twice is copied to a temporary file on the way.
 import signal
 import time
 
-from ..errors import UsageError
+from ..errors import RowError, UsageError
 from .computations import input_values, merge_bad
 from .formats import Format, by_ending
 from .input import Input
@@ -164,6 +164,15 @@ class _Scan:
         return list(self.keys)
 
 
+def _first_key(objects, keys):
+    """(row, key) of the first of `keys` that a row has, in row order, or None."""
+    for i, row in enumerate(objects):
+        for key in keys:
+            if key in row:
+                return i, key
+    return None
+
+
 class Plan:
     """What every chunk goes through: the graph, the values the command line
     gives, and the computation that adds the columns out (`outputs`, by
@@ -190,9 +199,10 @@ class Plan:
             self.kept[key] = columns
 
     def wanted(self, source):
-        if source.kind == Format.JSONL and not source.header:
-            return list(self.graph.inputs)  # not scanned: any row may have any key
-        return [n for n in self.graph.inputs if n in source.header]
+        fixed = getattr(self.computation, 'fixed', ())   # arrays, which no row gives
+        if source.kind == Format.JSONL and not source.header:   # not scanned: any row, any key
+            return [n for n in self.graph.inputs if n not in fixed]
+        return [n for n in self.graph.inputs if n in source.header and n not in fixed]
 
     def check(self, source):
         """The header against the program: a column for every variable without
@@ -224,11 +234,14 @@ class Plan:
         """(computed, bad) of one chunk, as the computation gives them; its rows checked."""
         source = chunk.source
         if chunk.objects is not None:
-            clash = next((k for k in self.outputs if any(k in row for row in chunk.objects)), None)
+            clash = _first_key(chunk.objects, self.outputs)
             if clash is not None:
-                i = next(i for i, row in enumerate(chunk.objects) if clash in row)
-                raise chunk.error(i, f"the row already has a key '{clash}', "
-                                     'which the output would repeat')
+                raise chunk.error(clash[0], f"the row already has a key '{clash[1]}', "
+                                            'which the output would repeat')
+            array = _first_key(chunk.objects, getattr(self.computation, 'fixed', ()))
+            if array is not None:
+                raise chunk.error(array[0], f"the row has a key '{array[1]}', but {array[1]} "
+                                            'is an array: it stays fixed while rows vary')
         key = _key(chunk)
         columns = self.kept.pop(key, None)
         if columns is not None:
@@ -238,7 +251,10 @@ class Plan:
             self.keep(key, chunk, columns)
         if not compute:
             return None
-        return self.computation({**self.fills, **columns}, len(chunk))
+        try:
+            return self.computation({**self.fills, **columns}, len(chunk))
+        except RowError as error:
+            raise type(error.cause)(chunk.error(error.row, error.message).message) from None
 
     def scan(self, source, strict):
         """The first pass: read and check every row; compute too under --strict,
