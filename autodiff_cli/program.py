@@ -10,7 +10,7 @@ Values are keyword arguments: a number, a NumPy array or nested lists, or
 text the command line would read (`x=2`, `x='pi/4'`); a dict before them
 holds names that are also options (`render({'color': 1}, color='magnitude')`). Bindings are not kept: each call
 starts from the program's own `input` defaults. Array programs take eval,
-grad and check, as the commands do so far; the other methods refuse them.
+grad, hessian and check, as the commands do so far; diff and render refuse them.
 """
 
 import html
@@ -71,7 +71,8 @@ class Program:
 
     def diff(self, wrt=None, order=1, lang='adgrad'):
         """`adgrad diff`: the derivative as text in `lang` ('adgrad', 'numpy', 'c'
-        or 'latex'), the `order`-th for one variable when order > 1."""
+        or 'latex'), the `order`-th; order 2 by several variables gives the
+        mixed partials, a higher order takes one variable."""
         from .derive.printers import LANGUAGES, derivative_text
         if lang not in LANGUAGES:
             raise UsageError(f"lang must be one of {', '.join(LANGUAGES)}, not {lang!r}")
@@ -79,9 +80,9 @@ class Program:
             raise UsageError(f'order must be a positive whole number, not {order!r}')
         names = self._names(wrt, 'differentiate')
         self._numbers_only(None, 'Program.diff')
-        if order > 1 and len(names) != 1:
+        if order > 2 and len(names) != 1:
             raise UsageError(f'order={order} differentiates with respect to one variable: '
-                             "give it as wrt='x'")
+                             "give it as wrt='x' (order=2 takes several, for the mixed partials)")
         return derivative_text(self.graph, names, order, lang)
 
     def check(self, point=None, /, *, wrt=None, order=1, **values):
@@ -95,10 +96,10 @@ class Program:
         names = self._names(wrt, 'check')
         inputs, warnings = self._point(point, values)
         if is_array_program(self.graph, inputs):   # along random directions, as check does
-            from .derive.array_check import check_arrays
-            if order == 2:
-                self._numbers_only(inputs, 'Program.check with order=2')
+            from .derive.array_check import check_array_hessian, check_arrays
             rows = check_arrays(self.graph, inputs, names)
+            if order == 2:
+                rows += check_array_hessian(self.graph, inputs, names)
         else:
             rows = check_gradient(self.graph, inputs, names)
             if order == 2:

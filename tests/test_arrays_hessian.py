@@ -24,6 +24,7 @@ def _m(*shape):
 X3, A33, A23, B2, S223 = _m(3), _m(3, 3), _m(2, 3), _m(2), _m(2, 2, 3)
 SPD = np.array([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]])
 SINGULAR = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]])
+RANK_1 = np.outer([1.0, 2.0, 3.0], [1.0, -1.0, 2.0])
 NEGATIVE = np.array([[0.0, 1.0], [1.0, 0.0]]) + 0.1
 TIES = np.array([[1.0, 3.0, 3.0], [3.0, 0.0, -1.0]])
 ZEROS3 = np.array([[[1.0, 0.0, 2.0], [3.0, 0.0, 1.0]], [[2.0, 2.0, 0.0], [1.0, 1.0, 1.0]]])
@@ -49,6 +50,11 @@ CASES = [
     ('logdet(X)', dict(X=NEGATIVE), lambda X: T.logdet(X)),
     ('det(X)', dict(X=SPD), lambda X: T.linalg.det(X)),
     ('det(X)', dict(X=SINGULAR), lambda X: T.linalg.det(X)),   # torch: the cofactors' derivative
+    # the program's own det in the second pass: the plain rule's 0 where singular
+    ('det(X)^2', dict(X=SINGULAR), lambda X: T.linalg.det(X) ** 2),
+    ('det(X) * sum(X)', dict(X=np.array([[1.0, 2.0], [2.0, 4.0]])),
+     lambda X: T.linalg.det(X) * X.sum()),
+    ('det(X) * sum(X)', dict(X=RANK_1), lambda X: T.linalg.det(X) * X.sum()),
     ('det(X)^2', dict(X=np.zeros((1, 1))), lambda X: T.linalg.det(X) ** 2),
     ('trace(inv(X) @ B)', dict(X=SPD, B=A33), lambda X, B: T.trace(T.linalg.inv(X) @ B)),
     ('sum(inv(X)) + trace(X @ X)', dict(X=A33 + 3 * np.eye(3)),
@@ -115,9 +121,20 @@ def test_the_untaken_side_of_an_if_leaks_no_nan_into_the_hessian():
     np.testing.assert_array_equal(ours, np.diag([2.0, 2.0, -0.25]))
 
 
+def test_det_of_a_zero_matrix_has_its_true_hessian():
+    """Where singular values repeat (the zero matrix) torch's SVD form of det's
+    rule gives nan; adgrad the true derivative, hand-derived: det of [[a, b],
+    [c, d]] is ad - bc, whose Hessian pairs a with d and b with c; det of a 3x3
+    is cubic, so its Hessian at 0 is 0."""
+    two = array_hessian(lower('det(X)'), {'X': np.zeros((2, 2))}, ['X'])
+    np.testing.assert_array_equal(two, np.rot90(np.diag([1.0, -1.0, -1.0, 1.0])))
+    three = array_hessian(lower('det(X)'), {'X': np.zeros((3, 3))}, ['X'])
+    np.testing.assert_array_equal(three, np.zeros((9, 9)))
+
+
 def test_every_adjoint_is_recorded_by_some_case():
     """The rows the rules are written with (broadcast_to, sum_to, unindex,
-    others_product) are differentiated in some case above: a new one without
+    others_product, minor_det) are differentiated in some case above: a new one without
     a case fails here by name."""
     from autodiff_cli.core.primitives import ADJOINTS
     recorded = set()

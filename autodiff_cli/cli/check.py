@@ -58,9 +58,11 @@ def run(args, env):
         refuse_arrays(graph, bindings, '--points of adgrad check'
                       if args.points is not None else None)
         from ..derive.array_check import check_array_hessian, check_arrays
-        check = check_array_hessian if args.order == 2 else check_arrays
-        results = [(1, row) for row in check(graph, input_values(graph, bindings, env.warn),
-                                             names)]
+        point = input_values(graph, bindings, env.warn)
+        rows = check_arrays(graph, point, names)   # the gradient's rows, then the Hessian's, as for numbers
+        if args.order == 2:
+            rows += check_array_hessian(graph, point, names)
+        results = [(1, row) for row in rows]
         verdicts.done = 1
     elif args.points is None:
         results, _ = verdicts(input_values(graph, bindings, env.warn), 1)

@@ -365,16 +365,28 @@ def det_vjp(k, g, out, a):
 
 
 def _cofactors(k, a, n):
-    """The matrix of cofactors of a, each the det of a minor: right where a
-    is singular, and differentiable again through det's own rule."""
+    """The matrix of cofactors of a, each the det of a minor (minor_det):
+    right where a is singular, and differentiable again."""
     def without(x, i, axis):
         key = (slice(None),) * axis
         parts = [k.index(x, key + (part,)) for part in (slice(0, i), slice(i + 1, n))
                  if len(range(*part.indices(n)))]
         return parts[0] if len(parts) == 1 else k.concat(*parts, axis)
-    rows = [k.stack(*[k.mul(float((-1) ** (i + j)), k.det(without(without(a, i, 0), j, 1)))
+    rows = [k.stack(*[k.mul(float((-1) ** (i + j)),
+                            k.minor_det(without(without(a, i, 0), j, 1)))
                       for j in range(n)]) for i in range(n)]
     return k.stack(*rows)
+
+
+def minor_det_vjp(k, g, out, a):
+    # A cofactor's det, inside det's own rule: its true derivative, the
+    # cofactors, singular or not, as torch's SVD form of that rule has it.
+    # They are a constant here: a Hessian differentiates the rule once.
+    return (k.mul(g, _adjugate(k.np, k.value(a)).T),)
+
+
+def minor_det_jvp(k, tangents, out, a):
+    return k.np.sum(_adjugate(k.np, a).T * tangents[0])
 
 
 def logdet_vjp(k, g, out, a):

@@ -529,7 +529,8 @@ LOGIC = [
     _row('stop_gradient', 1, lambda a: a, 'positive', lambda k, g, out, a: (None,), kind=STOP,
          c=('$0', ATOM, ATOM), js='a'),
     _row('custom', -1, lambda value, *rest: value, 'first', _custom_vjp, kind=CUSTOM,
-         text=NO_FORM, numpy=NO_FORM, c=NO_FORM, js='a', latex=NO_FORM),
+         text=NO_FORM, numpy=NO_FORM, c=NO_FORM, js='a', latex=NO_FORM,
+         shape=lambda value, *rest: value),   # the value's, not all the partials' broadcast
 ]
 
 # ---- arrays: rules in array_rules.py, forms in arrays.py (NumPy, loaded only
@@ -582,6 +583,8 @@ ADJOINTS = [
             text=NO_FORM),
     _tensor('others_product', 2, _rules.others_product_vjp, _rules.same_shape,
             _rules.others_product_jvp, text=NO_FORM),
+    _tensor('minor_det', 1, _rules.minor_det_vjp, _rules.square_to_scalar,
+            _rules.minor_det_jvp, array='det', text=NO_FORM),
 ]
 
 PRIMITIVES = {row.name: row for row in OPERATORS + CALLABLE + INTERNAL + LOGIC + ARRAYS + ADJOINTS}

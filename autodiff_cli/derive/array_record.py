@@ -114,10 +114,10 @@ def array_hessian(graph, point, names):
         raise AdgradError(f'the Hessian needs a scalar output, and this one has shape '
                           f'{tensors.shown(shape)}: take sum(...) or mean(...) of it')
     trace, roots = recorded_gradient(graph, point, names)
-    # The second pass differentiates the recorded gradient's own dets (its
-    # cofactors' minors) as torch does: their true derivative where singular.
-    second_order = SimpleNamespace(**{**vars(tensors.algebra()), 'wanted': frozenset(names),
-                                      'higher_order': True})
+    # Reverse over reverse as torch.autograd.functional.hessian: only the first
+    # pass makes a graph (create_graph), so the second meets the program's det
+    # at a singular matrix with the plain rule's 0, as torch's does.
+    second_order = SimpleNamespace(**{**vars(tensors.algebra()), 'wanted': frozenset(names)})
     with np.errstate(all='ignore'):
         sizes = [int(np.size(point[name])) for name in names]
         columns = [trace.inputs[name] for name in names]
