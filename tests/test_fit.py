@@ -70,7 +70,8 @@ def test_weights_are_curve_fits_sigma(noisy):
     assert out.code == 0, out.err
     p, covariance = curve_fit(_model, t, y, p0=[1, 1, 0], sigma=1 / np.sqrt(w), ftol=1e-14,
                               xtol=1e-14, gtol=1e-14)
-    np.testing.assert_allclose([result['parameters'][n] for n in 'akc'], p, rtol=1e-8)
+    # fit stops at least_squares' default tolerances (1e-8), curve_fit here at 1e-14
+    np.testing.assert_allclose([result['parameters'][n] for n in 'akc'], p, rtol=1e-6)
     np.testing.assert_allclose([result['errors'][n] for n in 'akc'], np.sqrt(np.diag(covariance)),
                                rtol=1e-6)
 
