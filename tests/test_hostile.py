@@ -463,7 +463,7 @@ CASES = [
          files={'if.ad': nested_ifs(20_000), 'p.csv': 'x\n2\n0\n'},
          check=lines_ok(['x,value,d_x', '2,2.0,1.0', '0,1.0,0.0'])),
     case('5,000 nested ifs, diff', ['diff', '-f', 'if.ad'], 0, files={'if.ad': nested_ifs(5_000)},
-         check=lines_ok(['d_x = if(x, if(x != 0, 1, 0), 0)'])),
+         check=lines_ok(['d_x = if(x, 1, 0)'])),
     case('5,000 nested ifs, hessian', ['hessian', '-f', 'if.ad', 'x=2', '--format', 'csv'], 0,
          files={'if.ad': nested_ifs(5_000)}, check=lines_ok([',x', 'x,0.0'])),
 

@@ -148,34 +148,89 @@ def _union(rows, more):
 class MaskedBranches:
     """When recording: what leaves a branch for a node outside it is gated by
     that branch's condition, so a branch's inf or nan (0 * inf in the branch
-    not taken) never reaches a gradient outside it."""
+    not taken) never reaches a gradient outside it. On an exact tape each
+    cotangent is gated as it leaves and summed in backward()'s order; else a
+    range holds what leaves it until the loop is past it (`due`, `release`)
+    and gates the sum once, so nested branches print as a person nests them,
+    in size linear in the depth (and an `if` hands its branches g ungated)."""
 
     def __init__(self, graph, values, grads, algebra):
         self.nodes, self.grads, self.algebra = graph.nodes, grads, algebra
-        self.ranges = []     # (start, end, mask) of each branch, in tape order of the `if`s
+        self.ranges = []     # (start, end, (condition, taken)) of each branch, in tape order of the `if`s
         for branch in graph.branches:
-            condition = algebra.ne(values[branch.condition], 0.0)
-            self.ranges.append((branch.then_start, branch.else_start, condition))
-            self.ranges.append((branch.else_start, branch.end, algebra.eq(condition, 0.0)))
+            # Both sides gate on the `if`'s own condition node, as its rule
+            # does, the else side as if(c, 0, da): gates of one condition meet.
+            condition = values[branch.condition]
+            self.ranges.append((branch.then_start, branch.else_start, (condition, True)))
+            self.ranges.append((branch.else_start, branch.end, (condition, False)))
         self.innermost, self.outer = _nesting(self.ranges, len(graph.nodes))
+        self.held = None if getattr(algebra, 'exact', False) else {}
+        self.due = {}        # tape position -> the ranges to release before reading it, innermost first
+        self.entering = {}   # `if` node -> its (then, else) ranges, whose values it hands on ungated
+        if self.held is not None:
+            for r in sorted(range(len(self.ranges)), key=lambda r: (self.ranges[r][0], -self.ranges[r][1], -r),
+                            reverse=True):
+                start, end, _ = self.ranges[r]
+                if start < end:
+                    self.due.setdefault(start - 1, []).append(r)
+            for k, branch in enumerate(graph.branches):
+                self.entering[branch.node] = (self.ranges[2 * k], self.ranges[2 * k + 1])
+
+    def _holds(self, r, a):
+        start, end, _ = self.ranges[r]
+        return start <= a < end and self.nodes[a].op != 'input'
 
     def __call__(self, i, args, cotangents):
-        grads, nodes, algebra = self.grads, self.nodes, self.algebra
+        grads, algebra, held = self.grads, self.algebra, self.held
+        if i in self.entering:
+            g = grads[i]
+            cotangents = [g if da is not None and start <= a < end and self.nodes[a].op != 'input'
+                          else da
+                          for a, da, (start, end, _) in zip(args[1:], cotangents[1:], self.entering[i])]
+            cotangents.insert(0, None)
         for a, da in zip(args, cotangents):
             if da is None:
                 continue
             # The ranges around node i, innermost first, up to the first that
             # also holds `a` (every range outside that one holds it too).
-            r, is_input = self.innermost[i], nodes[a].op == 'input'
-            while r is not None:
-                start, end, mask = self.ranges[r]
-                if start <= a < end and not is_input:
-                    break
-                da = algebra.where(mask, da, 0.0)
-                r = self.outer[r]
+            r = self.innermost[i]
+            if held is not None:
+                if r is not None and not self._holds(r, a):
+                    pending = held.setdefault(r, {})
+                    pending[a] = da if a not in pending else algebra.add(pending[a], da)
+                    continue
+            else:
+                while r is not None and not self._holds(r, a):
+                    da = self._gated(r, da)
+                    r = self.outer[r]
             grads[a] = da if grads[a] is None else algebra.add(grads[a], da)
 
+    def _gated(self, r, da):
+        # An `if`, the branch's own choice: simplify.py pushes a `where` (a
+        # relu's) inside an `if`, and so keeps the outer branch's gate outermost.
+        condition, taken = self.ranges[r][2]
+        choose = getattr(self.algebra, 'if')
+        return choose(condition, da, 0.0) if taken else choose(condition, 0.0, da)
+
+    def release(self, position):
+        """Gate and pass on what the ranges due before `position` hold."""
+        grads, held, add = self.grads, self.held, self.algebra.add
+        for r in self.due[position]:
+            pending = held.pop(r, None)
+            if not pending:
+                continue
+            outer = self.outer[r]
+            for a, da in pending.items():
+                da = self._gated(r, da)
+                if outer is not None and not self._holds(outer, a):
+                    more = held.setdefault(outer, {})
+                    more[a] = da if a not in more else add(more[a], da)
+                else:
+                    grads[a] = da if grads[a] is None else add(grads[a], da)
+
     def result(self):
+        if -1 in self.due:      # ranges that start the tape: the loop never passes them
+            self.release(-1)
         return [0.0 if g is None else g for g in self.grads]
 
 

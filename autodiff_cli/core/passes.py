@@ -74,8 +74,8 @@ def backward(graph, values, output=None, algebra=NUMBERS, seed=1.0):
     Accumulation goes through the algebra, so a recording one builds the
     gradient's graph with this loop. A node passes gradients on only once one
     has reached it, as in PyTorch (an unused binding's inf cannot make 0 * inf).
-    An algebra's `meeting` may say how cotangents meet: by branch (branches.py),
-    or summed back from a broadcast (tensors.py).
+    An algebra's `meeting` says how cotangents meet (by branch, branches.py;
+    summed back from a broadcast, tensors.py), and may hold some back (`due`).
     """
     output = graph.output if output is None else output
     nodes = graph.nodes
@@ -83,9 +83,12 @@ def backward(graph, values, output=None, algebra=NUMBERS, seed=1.0):
     grads[output] = seed
     meeting = getattr(algebra, 'meeting', None)
     meet = meeting(graph, values, grads, algebra) if meeting is not None else None
+    due = getattr(meet, 'due', None)
     rules, k, add = RULES, algebra, algebra.add
     # pullback(), inlined and unrolled by arity: this is every gradient's hot path.
     for i in range(output, -1, -1):
+        if due and i in due:
+            meet.release(i)
         g, args = grads[i], nodes[i].args
         if g is None or not args:
             continue
