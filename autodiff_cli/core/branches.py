@@ -163,18 +163,18 @@ class MaskedBranches:
             condition = values[branch.condition]
             self.ranges.append((branch.then_start, branch.else_start, (condition, True)))
             self.ranges.append((branch.else_start, branch.end, (condition, False)))
-        self.innermost, self.outer = _nesting(self.ranges, len(graph.nodes))
+        self.innermost, self.outer, outer_first = _nesting(self.ranges, len(graph.nodes))
+        # An `if`, the branch's own choice: simplify.py pushes a `where` (a
+        # relu's) inside an `if`, and so keeps the outer branch's gate outermost.
+        self.choose = getattr(algebra, 'if')
         self.held = None if getattr(algebra, 'exact', False) else {}
         self.due = {}        # tape position -> the ranges to release before reading it, innermost first
         self.entering = {}   # `if` node -> its (then, else) ranges, whose values it hands on ungated
         if self.held is not None:
-            for r in sorted(range(len(self.ranges)), key=lambda r: (self.ranges[r][0], -self.ranges[r][1], -r),
-                            reverse=True):
-                start, end, _ = self.ranges[r]
-                if start < end:
-                    self.due.setdefault(start - 1, []).append(r)
+            for r in reversed(outer_first):
+                self.due.setdefault(self.ranges[r][0] - 1, []).append(r)
             for k, branch in enumerate(graph.branches):
-                self.entering[branch.node] = (self.ranges[2 * k], self.ranges[2 * k + 1])
+                self.entering[branch.node] = (2 * k, 2 * k + 1)
 
     def _holds(self, r, a):
         start, end, _ = self.ranges[r]
@@ -184,10 +184,8 @@ class MaskedBranches:
         grads, algebra, held = self.grads, self.algebra, self.held
         if i in self.entering:
             g = grads[i]
-            cotangents = [g if da is not None and start <= a < end and self.nodes[a].op != 'input'
-                          else da
-                          for a, da, (start, end, _) in zip(args[1:], cotangents[1:], self.entering[i])]
-            cotangents.insert(0, None)
+            cotangents = [None] + [g if da is not None and self._holds(r, a) else da
+                                   for a, da, r in zip(args[1:], cotangents[1:], self.entering[i])]
         for a, da in zip(args, cotangents):
             if da is None:
                 continue
@@ -196,8 +194,7 @@ class MaskedBranches:
             r = self.innermost[i]
             if held is not None:
                 if r is not None and not self._holds(r, a):
-                    pending = held.setdefault(r, {})
-                    pending[a] = da if a not in pending else algebra.add(pending[a], da)
+                    self._hold(r, a, da)
                     continue
             else:
                 while r is not None and not self._holds(r, a):
@@ -206,25 +203,22 @@ class MaskedBranches:
             grads[a] = da if grads[a] is None else algebra.add(grads[a], da)
 
     def _gated(self, r, da):
-        # An `if`, the branch's own choice: simplify.py pushes a `where` (a
-        # relu's) inside an `if`, and so keeps the outer branch's gate outermost.
         condition, taken = self.ranges[r][2]
-        choose = getattr(self.algebra, 'if')
-        return choose(condition, da, 0.0) if taken else choose(condition, 0.0, da)
+        return self.choose(condition, da, 0.0) if taken else self.choose(condition, 0.0, da)
+
+    def _hold(self, r, a, da):
+        pending = self.held.setdefault(r, {})
+        pending[a] = da if a not in pending else self.algebra.add(pending[a], da)
 
     def release(self, position):
         """Gate and pass on what the ranges due before `position` hold."""
-        grads, held, add = self.grads, self.held, self.algebra.add
+        grads, add = self.grads, self.algebra.add
         for r in self.due[position]:
-            pending = held.pop(r, None)
-            if not pending:
-                continue
             outer = self.outer[r]
-            for a, da in pending.items():
+            for a, da in self.held.pop(r, {}).items():
                 da = self._gated(r, da)
                 if outer is not None and not self._holds(outer, a):
-                    more = held.setdefault(outer, {})
-                    more[a] = da if a not in more else add(more[a], da)
+                    self._hold(outer, a, da)
                 else:
                     grads[a] = da if grads[a] is None else add(grads[a], da)
 
@@ -235,7 +229,8 @@ class MaskedBranches:
 
 
 def _nesting(ranges, count):
-    """(innermost range around each node or None, the range just outside each range).
+    """(innermost range around each node or None, the range just outside each
+    range, the non-empty ranges outermost first where they start together).
 
     Branch ranges nest, so the ranges around a node form one chain: walking
     it costs what it masks, not the depth of the nesting at every node."""
@@ -255,4 +250,4 @@ def _nesting(ranges, count):
             k += 1
         if open_ranges:
             innermost[i] = open_ranges[-1]
-    return innermost, outer
+    return innermost, outer, order
