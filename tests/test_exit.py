@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SLOW = '+'.join(f'sin({k}*x)*cos(x/{k})' for k in range(1, 41))
 
 
-def _points(tmp_path, rows=200_000):
+def _points(tmp_path, rows=600_000):
     path = tmp_path / 'p.csv'
     path.write_text('x\n' + ''.join(f'{k * 1e-5}\n' for k in range(rows)))
     return path
@@ -72,6 +72,10 @@ def test_ctrl_c_while_rows_go_to_a_file_is_130_and_leaves_nothing(tmp_path, endi
     process = _adgrad(['grad', SLOW, '--points', str(points), '-o', str(target)],
                       stdout=subprocess.DEVNULL)
     code, err = _interrupted(process, ready)
+    if code == -signal.SIGINT and err == '' and target.exists():
+        # The signal came after the command had renamed its whole output into
+        # place (a fast machine's last block): Python's own SIGINT ends the exit.
+        pytest.skip('the batch ended before the signal arrived')
     assert (code, err) == (130, '')
     assert sorted(p.name for p in tmp_path.iterdir()) == ['p.csv']
 
