@@ -33,20 +33,23 @@ def _arrays():
                                meeting=for_branches(LiveRows), **forwards)
 
 
-def run_batch(graph, columns, rows, wrt=()):
+def run_batch(graph, columns, rows, wrt=(), out=None):
     """Values, and gradients for the names in `wrt`, at `rows` points, in
-    cache-sized blocks of rows. `columns`: each input's array of `rows`
-    values, or one number for every row. Returns (value, {name: gradient},
-    bad): float64 arrays, and (node id, rows) for the first node not finite
-    in some row whose results are not finite, and in how many; None if none.
-    Where every node is finite in those rows, the id is len(graph.nodes) + k
-    for the first gradient, wrt[k], that is not.
+    cache-sized blocks of rows. `columns`: each input's array of `rows` values,
+    or one number for all. Returns (value, {name: gradient}, bad): bad is
+    (node id, rows) for the first node not finite in a row whose results are
+    not (id len(graph.nodes) + k for gradient wrt[k]), or None. `out`, of
+    shape (1 + len(wrt), rows), takes value and gradients as its rows, so
+    a caller that runs again reuses its memory.
     """
     np, arrays = _arrays()
-    # An array each, not rows of one matrix: over 32 MiB, an array is a fresh
-    # mapping whose every page faults in.
-    value = np.empty(rows)
-    gradient = {name: np.empty(rows) for name in wrt}
+    if out is not None:
+        value, gradient = out[0], dict(zip(wrt, out[1:]))
+    else:
+        # An array each, not rows of one matrix: over 32 MiB, an array is a
+        # fresh mapping whose every page faults in.
+        value = np.empty(rows)
+        gradient = {name: np.empty(rows) for name in wrt}
     first_bad, bad_rows = None, 0
     step = max(_FEWEST_ROWS, min(_BLOCK, _BLOCK_BYTES // (16 * len(graph.nodes))))
     with np.errstate(all='ignore'):  # IEEE results, as in the scalar path

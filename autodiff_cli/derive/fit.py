@@ -5,11 +5,11 @@ The residual of row i is sqrt(w_i) (model_i - y_i). Its Jacobian is the
 gradient of the model with respect to each parameter at every row, which
 the batch engine (core/batch.py) computes for all rows at once: the
 derivatives gnuplot's `fit` takes by finite differences are exact here.
-scipy.optimize.least_squares does the steps (the optimize extra): MINPACK's
-Levenberg-Marquardt, as gnuplot's, or a trust region where a robust loss
-needs one. Standard errors are sqrt of the diagonal of (JᵀJ)⁻¹ s², with
-s² = RSS / (rows - parameters), as NIST's certified values and gnuplot's
-"asymptotic standard errors" are computed.
+scipy.optimize takes the steps (the optimize extra): MINPACK's
+Levenberg-Marquardt through leastsq, as curve_fit does, or least_squares'
+trust region where a robust loss needs one. Standard errors are sqrt of the
+diagonal of (JᵀJ)⁻¹ s², with s² = RSS / (rows - parameters), as NIST's
+certified values and gnuplot's "asymptotic standard errors" are computed.
 """
 
 from collections import namedtuple
@@ -21,7 +21,7 @@ TOLERANCE = 1e-14   # ftol, xtol and gtol: NIST certifies 11 digits, a fit shoul
 
 # parameters, errors: {name: value}; rss: the weighted residual sum of squares;
 # dof: rows - parameters; covariance, correlation: matrices in parameter order;
-# evaluations: of the residuals, jacobians: of the Jacobian; why: scipy's message.
+# evaluations: of the residuals, jacobians: of the Jacobian; why: why it stopped.
 # not_finite: the first point scipy tried where the model was not finite, or None.
 FitResult = namedtuple('FitResult', 'parameters errors rss dof rows covariance correlation '
                                     'evaluations jacobians converged why not_finite')
@@ -29,7 +29,8 @@ FitResult = namedtuple('FitResult', 'parameters errors rss dof rows covariance c
 
 class Residuals:
     """The residuals and their Jacobian at a vector of the parameters, over
-    every row; the last point's kept, as scipy asks for both at each point."""
+    every row. One batch pass gives both, and the last point's are kept:
+    MINPACK asks for the Jacobian only where it has just had the residuals."""
 
     def __init__(self, graph, names, columns, target, weights=None):
         import numpy as np
@@ -37,53 +38,75 @@ class Residuals:
         self.target = np.asarray(target, dtype=np.float64)
         self.rows = self.target.size
         self.scale = None if weights is None else np.sqrt(np.asarray(weights, dtype=np.float64))
-        self.evaluations = self.jacobians = 0
-        self._last = None   # (the parameters' bytes, the gradient there)
+        # Row 0 the residuals, row 1 + k their derivative by names[k]: the
+        # layout MINPACK reads with col_deriv, rewritten in place at each point.
+        self._out = np.empty((1 + len(self.names), self.rows))
+        self._key = None    # the bytes of the point _out holds
         self.not_finite, self.first_not_finite, self.last_not_finite = 0, None, None
 
-    def _run(self, p, wrt):
-        """The model's value and gradient at every row. Where they are not
-        finite, they are given to scipy as they are (its trust region then
-        takes a shorter step), and the first such point is kept to be named."""
+    def at(self, p):
+        """(residuals, Jacobian rows): arrays of shape (rows,) and (parameters,
+        rows), valid until the next point. Where the model or its gradient is
+        not finite they are given to scipy as they are (its step then
+        shortens), and the first such point is kept to be named."""
+        import numpy as np
+
         from ..core.batch import run_batch
-        point = {**self.columns, **{n: float(v) for n, v in zip(self.names, p)}}
-        value, gradient, bad = run_batch(self.graph, point, self.rows, wrt)
-        if bad is not None:
-            node, count = bad
-            what = (f'the derivative by {wrt[node - len(self.graph.nodes)]}'
-                    if node >= len(self.graph.nodes) else
-                    f'{self.graph.text(node, 60) or self.graph.label(node)} (node {node})')
-            self.not_finite += 1
-            self.first_not_finite = self.first_not_finite or (
-                f'{what} is not finite in {count} of {self.rows} rows at {_point(self.names, p)}')
-            self.last_not_finite = f'{what} is not finite in {count} of {self.rows} rows'
-        else:
+        key = np.asarray(p, dtype=np.float64).tobytes()
+        if key != self._key:
+            point = {**self.columns, **{n: float(v) for n, v in zip(self.names, p)}}
+            self._key = None    # until _out is whole again
+            _, _, bad = run_batch(self.graph, point, self.rows, self.names, out=self._out)
+            self._out[0] -= self.target
+            if self.scale is not None:
+                self._out *= self.scale
+            self._key = key
+            self._note(bad, p)
+        return self._out[0], self._out[1:]
+
+    def _note(self, bad, p):
+        if bad is None:
             self.last_not_finite = None
-        return value, gradient
+            return
+        node, count = bad
+        nodes = len(self.graph.nodes)
+        what = (f'the derivative by {self.names[node - nodes]}' if node >= nodes else
+                f'{self.graph.text(node, 60) or self.graph.label(node)} (node {node})')
+        self.not_finite += 1
+        self.first_not_finite = self.first_not_finite or (
+            f'{what} is not finite in {count} of {self.rows} rows at {_point(self.names, p)}')
+        self.last_not_finite = f'{what} is not finite in {count} of {self.rows} rows'
 
     def __call__(self, p):
-        # The gradient comes with the value: scipy asks for the Jacobian at
-        # nearly every point it evaluates, and one pass then serves both.
-        import numpy as np
-        self.evaluations += 1
-        value, gradient = self._run(p, self.names)
-        self._last = (np.asarray(p, dtype=np.float64).tobytes(), gradient)
-        residual = value - self.target
-        return residual if self.scale is None else residual * self.scale
+        return self.at(p)[0]
+
+    def jacobian_rows(self, p):
+        """∂residual_i/∂p_k at [k, i]: leastsq's col_deriv layout, without a copy."""
+        return self.at(p)[1]
 
     def jacobian(self, p):
-        import numpy as np
-        self.jacobians += 1
-        key = np.asarray(p, dtype=np.float64).tobytes()
-        if self._last is None or self._last[0] != key:
-            self(p)
-            self.evaluations -= 1   # not one that scipy asked for
-        matrix = np.column_stack([self._last[1][n] for n in self.names])
-        return matrix if self.scale is None else matrix * self.scale[:, None]
+        """The Jacobian as least_squares takes it, rows by parameters: a copy,
+        as its robust losses rescale it in place."""
+        return self.at(p)[1].T.copy()
 
 
 def _point(names, p):
     return ', '.join(f'{n}={float(v):.6g}' for n, v in zip(names, p))
+
+
+# Why a fit stopped, by least_squares' status. MINPACK's 6 to 8 stop where a
+# tolerance this small is out of float64's reach: the sum of squares cannot be
+# lowered but by rounding errors, so the fit has converged as far as it can.
+STOPS = {0: 'the evaluations reached the limit, {limit}',
+         1: 'the gradient of the sum of squares is below the tolerance (gtol)',
+         2: 'the sum of squares changes by less than the tolerance (ftol)',
+         3: 'the parameters change by less than the tolerance (xtol)',
+         4: 'the sum of squares and the parameters change by less than the tolerance '
+            '(ftol and xtol)',
+         6: 'the sum of squares cannot be lowered in float64',
+         7: 'the parameters cannot be improved in float64',
+         8: 'the residuals are orthogonal to the Jacobian to float64 precision'}
+FROM_MINPACK = {1: 2, 2: 3, 3: 4, 4: 1, 5: 0, 6: 6, 7: 7, 8: 8}
 
 
 def fit(graph, columns, target, start, weights=None, loss='linear', f_scale=1.0,
@@ -91,13 +114,13 @@ def fit(graph, columns, target, start, weights=None, loss='linear', f_scale=1.0,
     """Fit `graph` to `target` over the rows of `columns` ({input: array, or a
     number for every row}), varying the parameters of `start` ({name: value},
     in order); a FitResult. `weights` multiply each row's squared residual.
+    `max_evaluations` of the residuals: 100 per parameter unless given.
     Raises NumericalError where the model is not finite where the fit stops,
-    UsageError for
-    weights that are not positive or fewer rows than parameters."""
+    UsageError for weights that are not positive or fewer rows than parameters."""
     import warnings
 
     import numpy as np
-    from scipy.optimize import least_squares
+    from scipy.optimize import least_squares, leastsq
     names = list(start)
     if loss not in LOSSES:
         raise UsageError(f"unknown loss '{loss}' (choose from {', '.join(LOSSES)})")
@@ -108,35 +131,42 @@ def fit(graph, columns, target, start, weights=None, loss='linear', f_scale=1.0,
         raise UsageError(f'{residuals.rows} rows cannot fit {len(names)} parameters: a fit needs '
                          'more rows than parameters')
     x0 = np.array([start[n] for n in names], dtype=np.float64)
-    residuals(x0)   # scipy takes no start where the model is not finite
-    residuals.evaluations -= 1
+    residuals.at(x0)   # scipy takes no start where the model is not finite
     if residuals.last_not_finite is not None:
         raise NumericalError(f'{residuals.last_not_finite} at the start, {_point(names, x0)}: '
                              'start where the model is finite')
-    method = 'lm' if loss == 'linear' else 'trf'   # MINPACK's has no robust loss
+    limit = max_evaluations or 100 * len(names)
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')   # scipy's warnings repeat its message
-        found = least_squares(residuals, x0, jac=residuals.jacobian, method=method, loss=loss,
-                              f_scale=f_scale, x_scale='jac', ftol=TOLERANCE, xtol=TOLERANCE,
-                              gtol=TOLERANCE, max_nfev=max_evaluations)
-    r = residuals(found.x)   # then the Jacobian there is the one this pass gave
+        if loss == 'linear':
+            # MINPACK's Levenberg-Marquardt, as curve_fit calls it: leastsq reads
+            # the Jacobian rows in place, where least_squares copies them twice.
+            x, _, info, _, ier = leastsq(residuals, x0, Dfun=residuals.jacobian_rows,
+                                         col_deriv=True, full_output=True, ftol=TOLERANCE,
+                                         xtol=TOLERANCE, gtol=TOLERANCE, maxfev=limit)
+            status, evaluations, jacobians = FROM_MINPACK.get(ier, -1), info['nfev'], info['njev']
+        else:   # MINPACK's has no robust loss: a trust region
+            found = least_squares(lambda p: residuals(p).copy(), x0, jac=residuals.jacobian,
+                                  method='trf', loss=loss, f_scale=f_scale, x_scale='jac',
+                                  ftol=TOLERANCE, xtol=TOLERANCE, gtol=TOLERANCE,
+                                  max_nfev=limit)
+            x, status, evaluations, jacobians = found.x, found.status, found.nfev, found.njev
+    r, rows = residuals.at(x)
     if residuals.last_not_finite is not None:
         raise NumericalError(f'the fit stopped where {residuals.last_not_finite}, at '
-                             f'{_point(names, found.x)}: start nearer the data')
-    jacobian = residuals.jacobian(found.x)
+                             f'{_point(names, x)}: start nearer the data')
     rss = float(r @ r)
     dof = residuals.rows - len(names)
-    covariance = _covariance(np, jacobian) * (rss / dof)
+    covariance = _covariance(np, rows.T) * (rss / dof)
     errors = np.sqrt(np.diag(covariance))
     with np.errstate(all='ignore'):
         correlation = covariance / np.outer(errors, errors)
     np.fill_diagonal(correlation, np.where(np.isfinite(errors) & (errors > 0), 1.0, np.nan))
-    # status 0 is the evaluation limit; below 0, bad input (never here)
-    converged = found.status > 0 and bool(np.isfinite(found.x).all())
-    why = str(found.message).rstrip('.')
-    return FitResult(dict(zip(names, map(float, found.x))), dict(zip(names, map(float, errors))),
+    converged = status > 0 and bool(np.isfinite(x).all())
+    why = STOPS.get(status, 'scipy stopped the fit for bad input').format(limit=limit)
+    return FitResult(dict(zip(names, map(float, x))), dict(zip(names, map(float, errors))),
                      rss, dof, residuals.rows, covariance, correlation,
-                     residuals.evaluations - 1, residuals.jacobians - 1, converged, why,
+                     int(evaluations), int(jacobians or 0), converged, why,
                      residuals.first_not_finite)
 
 
