@@ -1,6 +1,7 @@
 """Derivatives of nested conditionals read as a person writes them (issue 28),
 stay linear in the nesting, and read back to grad's numbers in every region."""
 
+import json
 import math
 
 import pytest
@@ -66,3 +67,16 @@ def test_a_deep_staircase_is_linear_and_reads_back(tmp_path):
             expected = 2 * k * x if k <= depth else 1.0
             assert float(run_main(['eval', '-', f'x={x}'], stdin=diff.out.encode()).out) == expected
     assert sizes[3000] < 12 * sizes[300]
+
+
+def test_the_hessian_of_a_deep_staircase():
+    # 400 deep was a RecursionError: each product was pushed under the gates
+    # around it one recursive call per gate. Its cost is still quadratic in
+    # the depth (each step's product is rebuilt under all the gates above it).
+    depth = 400
+    program = _staircase(depth)
+    for x in (0.5, 250.5, depth + 7.0):
+        k = math.floor(x) + 1
+        run = run_main(['hessian', program, f'x={x}', '--json'])
+        assert run.code == 0, run.err
+        assert json.loads(run.out)['hessian'] == [[2.0 * k if k <= depth else 0.0]]

@@ -43,6 +43,23 @@ def _gate(tape, gate, inner):
     return tape.apply('if', c, inner, 0.0) if taken else tape.apply('if', c, 0.0, inner)
 
 
+def _under_gates(tape, gate, make):
+    """make(g) put under the gates around it: if(c1, if(c2, g, 0), 0) gives
+    if(c1, if(c2, make(g), 0), 0). The nested gates are peeled in a loop,
+    so a 10,000-deep staircase of ifs does not recurse once per level."""
+    gates = [gate]
+    while (inner := _gated(tape, gates[-1][1])) is not None:
+        gates.append(inner)
+    return _regated(tape, gates, make(gates[-1][1]))
+
+
+def _regated(tape, gates, inner):
+    """inner under gates, the first outermost, built from the inside out."""
+    for gate in reversed(gates):
+        inner = _gate(tape, gate, inner)
+    return inner
+
+
 def _is(tape, x, constant):
     value = tape.value(x)
     return value is not None and value == constant
@@ -63,8 +80,14 @@ def _add(tape, a, b):
     if tape.gates:
         ga, gb = _gated(tape, a), _gated(tape, b)
         if ga is not None and gb is not None and ga[0] == gb[0]:
-            if ga[2] == gb[2]:       # both on one side: if(c, a + b, 0)
-                return _gate(tape, ga, tape.add(ga[1], gb[1]))
+            if ga[2] == gb[2]:       # both on one side: if(c, a + b, 0), in a loop for nested pairs
+                gates = [ga]
+                while True:
+                    ia, ib = _gated(tape, ga[1]), _gated(tape, gb[1])
+                    if ia is None or ib is None or ia[0] != ib[0] or ia[2] != ib[2]:
+                        return _regated(tape, gates, tape.add(ga[1], gb[1]))
+                    gates.append(ia)
+                    ga, gb = ia, ib
             taken, untaken = (ga, gb) if ga[2] else (gb, ga)
             return tape.apply('if', ga[0], taken[1], untaken[1])   # if(c, a, 0) + if(c, 0, b)
         if gb is not None and not tape.exact and tape.op(a) == 'add':
@@ -216,7 +239,7 @@ def _mul(tape, a, b):
         for x, y in ((a, b), (b, a)):
             gate = _gated(tape, x)
             if gate is not None:     # if(c, g, 0)*y -> if(c, g*y, 0): y is never met untaken
-                return _gate(tape, gate, tape.mul(gate[1], y))
+                return _under_gates(tape, gate, lambda g, y=y: tape.mul(g, y))
     va = None if type(a) is Ref else a           # a constant's value (see _add)
     vb = None if type(b) is Ref else b
     if tape.exact:
@@ -269,7 +292,7 @@ def _mul_exact(tape, a, b, va, vb):
 def _div(tape, a, b):
     gate = _gated(tape, a)
     if gate is not None:
-        return _gate(tape, gate, tape.div(gate[1], b))
+        return _under_gates(tape, gate, lambda g: tape.div(g, b))
     vb = tape.value(b)
     if vb == 1.0:
         return a
@@ -295,7 +318,7 @@ def _div(tape, a, b):
 def _neg(tape, a):
     gate = _gated(tape, a)
     if gate is not None:
-        return _gate(tape, gate, tape.neg(gate[1]))
+        return _under_gates(tape, gate, tape.neg)
     inner = _negated(tape, a)
     if inner is not None:
         return inner                           # --x -> x
