@@ -405,6 +405,8 @@ def _adjugate(np, a):
     """adj(A), which det(A) A^-1 is where A is invertible, from the SVD: exact
     for a singular A too."""
     from .arrays import others_product
+    if not np.isfinite(a).all():   # LAPACK's SVD does not converge on inf or nan
+        return np.full(np.shape(a), np.nan)
     u, s, vh = np.linalg.svd(a)
     others = others_product(s, 0) if s.size > 1 else np.ones(1)
     return np.linalg.det(u) * np.linalg.det(vh) * (vh.T * others) @ u.T
