@@ -539,9 +539,9 @@ LOGIC = [
 # constant of the program, passed as its value. ----
 
 def _tensor(name, arity, vjp, shape, jvp, array=None, kind=TENSOR, **forms):
-    # numpy, latex: templates for a formula's text (derive/array_formula.py);
-    # C has none, its loops are written per op there.
-    forms = {'numpy': NO_FORM, 'c': NO_FORM, 'js': NO_FORM, 'latex': NO_FORM, **forms}
+    # numpy, latex: templates for a formula's text (derive/array_printers.py),
+    # NumPy's else the array form's; C has none, its loops are written per op.
+    forms = {'numpy': None, 'c': NO_FORM, 'js': NO_FORM, 'latex': NO_FORM, **forms}
     return _row(name, arity, None, array or name, vjp, jvp=jvp, kind=kind, shape=shape, **forms)
 
 

@@ -292,11 +292,11 @@ def numpy_formula(derivative, graph):
                       reserved=lambda n: python_safe(n) or n in sizes.values())
     used = printers._helpers_used(derivative, helpers)
     lines = ['import numpy as np', '']
+    reached = {tape.nodes[i].op for i in derivative.reachable()}
+    if any(table[op].text.startswith('_arrays.') for op in reached if op in table):
+        lines[1:1] = ['', "from autodiff_cli.core import arrays as _arrays  # forms NumPy lacks"]
     for op in used:
         lines += [helpers[op], '']
-    if any(tape.nodes[i].op == 'unindex' for i in derivative.reachable()):
-        lines += ['def _unindex(g, key, shape):', '    result = np.zeros(shape)',
-                  '    result[key] = g', '    return result', '']
     parameters = ', '.join(printed.variables.values())
     what = 'gradient' if derivative.order == 1 else 'Hessian'
     lines += ['', f'def f({parameters}):',

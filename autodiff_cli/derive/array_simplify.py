@@ -190,6 +190,9 @@ def _transpose(tape, a):
     if cheap is not None:
         return cheap
     op = _op(tape, a)
+    if op == 'outer':
+        p, q = _args(tape, a)
+        return tape.outer(q, p)                         # outer(a, b).T is outer(b, a)
     if op == 'matmul':
         p, q = _args(tape, a)
         tq, tp = _cheap_transpose(tape, q), _cheap_transpose(tape, p)
@@ -293,16 +296,21 @@ def _sum_terms(tape, a, b, sign):
         return None
     combine = tape.add if sign > 0 else tape.sub
     (p, q), (r, s) = pa, pb
+    if (_op(tape, a) == 'outer') != (_op(tape, b) == 'outer'):
+        return None
+    product = tape.outer if _op(tape, a) == 'outer' else tape.matmul
     if q == s and tape.shape(p) == tape.shape(r):
         if sign > 0 and _transposed(tape, p) is not None and _transposed(tape, r) is None:
             p, r = r, p                                 # A + A.T, the plain one first
-        return tape.matmul(combine(p, r), q)
+        return product(combine(p, r), q)
     if p == r and tape.shape(q) == tape.shape(s):
-        return tape.matmul(p, combine(q, s))
+        return product(p, combine(q, s))
     return None
 
 
 def _product(tape, x):
+    if _op(tape, x) == 'outer':
+        return _args(tape, x)
     if _op(tape, x) != 'matmul':
         return None
     p, q = _args(tape, x)
@@ -388,6 +396,8 @@ def _sum(tape, x, axis):
     op = _op(tape, x)
     if axis is not None:
         axis %= len(shape)
+        if len(shape) == 1:
+            return tape.sum(x, None)                    # sum(v, 0) of a vector is sum(v)
     counted = shape if axis is None else (shape[axis],)
     rest = () if axis is None else shape[:axis] + shape[axis + 1:]
     if op == 'broadcast_to':

@@ -356,7 +356,8 @@ def lay_out(derivative, table, number, variable=lambda n: n, reserved=lambda n: 
         used = uses.get(i, 0)
         if used == 0 and i in result_of:
             texts[i] = (text, precedence)             # printed last, under its label
-        elif used >= 2 or len(text) > INLINE or i in result_of:
+        elif (used >= 2 and not (special is not None and text.isidentifier())
+              or len(text) > INLINE or i in result_of):    # a size, n, is never bound
             wanted = result_of.get(i) or program_names.get(i)
             name = names.claim(wanted) if wanted else names.fresh(fresh)
             bindings.append((display(name), text))
