@@ -163,3 +163,8 @@ def test_the_same_program_prints_the_same_bytes():
     texts = {array_derivative_text(lower(source), ['W1', 'W2'], lang=lang)
              for lang in ('numpy',) * 3}
     assert len(texts) == 1
+
+
+def test_c_of_an_array_program_says_it_is_not_written_yet(run_cli):
+    code, out, err = run_cli('diff', 'input x[n]; sum(x^2)', '--lang', 'c')
+    assert (code, out) == (2, '') and 'not written yet' in err and len(err.splitlines()) == 1

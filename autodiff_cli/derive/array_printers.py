@@ -4,7 +4,7 @@ printers.lay_out walks the tape as for numbers, with the primitives' own
 templates; `spell` here writes what a template cannot: an array op's static
 arguments (an axis left out where it is the default, a key as `A[:, 0]`, a
 shape), an array constant, a size. Sizes are the program's own names, checked
-by the parser, mangled where a language reserves them; C's text is in c_arrays.py.
+by the parser, mangled where a language reserves them. C is not written yet.
 """
 
 from ..core.primitives import ATOM
@@ -165,6 +165,24 @@ class NumpySpeller(Speller):
 
     def op_eye(self, i, node, arguments):
         return self.call('np.eye', [self.size(self.static(node.args[0]))])
+
+    def op_matmul(self, i, node, arguments):
+        # P.T @ B as (B.T @ P).T: the same product, which BLAS runs faster with
+        # the long shared axis leading in both (a loss over many rows)
+        a, b = node.args
+        tape = self.tape
+        if tape.nodes[a].op != 'transpose' or len(tape.shape(a)) != 2 \
+                or len(tape.shape(b)) != 2 or tape.nodes[b].op == 'transpose':
+            return None
+        transposed, right = arguments[0][0], arguments[1]
+        if not transposed.endswith('.T'):
+            return None     # bound to a name: used elsewhere as it is
+        left = right[0] if right[1] >= ATOM else f'({right[0]})'
+        return f'({left}.T @ {transposed[:-2]}).T', ATOM
+
+    def op_tanh(self, i, node, arguments):
+        # NumPy's, as grad's over arrays (tensors.algebra): C's per entry is for batches
+        return self.call('np.tanh', [arguments[0][0]])
 
     def op_broadcast_to(self, i, node, arguments):
         shape = self.shape_text(self.static(node.args[1]))
@@ -367,5 +385,5 @@ def array_derivative_text(graph, names, order=1, lang='adgrad'):
         return numpy_formula(derivative, graph)
     if lang == 'latex':
         return latex_formula(derivative, graph, printers.output_name(graph))
-    from .c_arrays import c_formula
-    return c_formula(derivative, graph)
+    raise AdgradError('--lang c of an array program is not written yet; --lang numpy '
+                      'gives the formulas as code')
