@@ -160,7 +160,7 @@ def _tight(text):
         elif c == ')':
             depth -= 1
         elif depth == 0:
-            if c in '*/^@' or text[k:k + 2] == '.T':   # the last two: of arrays only
+            if c in '*/^@' or c == '.' and text[k + 1:k + 2] == 'T':   # @ and .T: of arrays
                 return text
             # ` + ` or ` - `, not before a sign (`a - -1` keeps its spaces)
             if c in '+-' and text[k - 1:k] == text[k + 1:k + 2] == ' ' \
