@@ -269,8 +269,10 @@ def sum_vjp(k, g, out, a, axis):
 
 def mean_vjp(k, g, out, a, axis):
     shape = k.shape(a)
-    count = _size(shape) if axis is None else shape[axis]
-    return k.div(_spread(k, g, a, axis), float(count)), None
+    sizes = shape if axis is None else (shape[axis],)
+    # an algebra over symbolic shapes counts with its own numbers ('n')
+    count = k.count(sizes) if hasattr(k, 'count') else float(_size(sizes))
+    return k.div(_spread(k, g, a, axis), count), None
 
 
 def prod_vjp(k, g, out, a, axis):
