@@ -233,7 +233,8 @@ def test_steps_page_keys_scroll_and_legible_fit(browser, tmp_path):
     program = tmp_path / 'chain.ad'
     program.write_text('\n'.join(lines) + '\n')
     folder = tmp_path / 'steps'
-    assert main(['render', '-f', str(program), '--steps', str(folder)]) == 0
+    # --size: drawn as given, left to right, not fitted to a slide (wrapped onto rows)
+    assert main(['render', '-f', str(program), '--steps', str(folder), '--size', '100,100']) == 0
     browser.set_window_size(800, 600)
     browser.get((folder / 'index.html').as_uri())
     count = int(re.search(r'of (\d+)', browser.find_element('id', 'counter').text).group(1))
