@@ -79,12 +79,8 @@ def slide_commands():
         r'`adgrad render -f samples/(\w+)\.ad([^`]*?) -o \1\.png`', readme)}
 
 
-# Sixty points of data: its picture is a slide wide and taller (docs/pictures.md says so).
-TALLER_THAN_A_SLIDE = {'mlp_xor'}
-
-
 def test_the_docs_name_a_slide_view_for_every_sample():
-    assert set(slide_commands()) == {p.stem for p in SAMPLES.glob('*.ad')} - TALLER_THAN_A_SLIDE
+    assert set(slide_commands()) == {p.stem for p in SAMPLES.glob('*.ad')}
 
 
 @needs_dot
@@ -93,20 +89,15 @@ def test_every_sample_fits_a_slide_in_the_view_the_docs_name(name, tmp_path, mon
     """The issues' limit: at most 1920 x 1080 px at the 144 dpi of a PNG, every
     text at least 12 pt, as drawn (no scaling down), and the size the docs give."""
     monkeypatch.chdir(ROOT)
-    if name in TALLER_THAN_A_SLIDE:
-        options = ['--data', 'samples/xor.csv']
-    else:
-        options = slide_commands()[name]
+    options = slide_commands()[name]
     svg = svg_of(tmp_path, '-f', f'samples/{name}.ad', *options)
     width, height = points(svg)
-    assert width <= SLIDE[0], (name, options, width * 2, height * 2)
-    assert (height <= SLIDE[1]) != (name in TALLER_THAN_A_SLIDE), (name, width * 2, height * 2)
+    assert width <= SLIDE[0] and height <= SLIDE[1], (name, options, width * 2, height * 2)
     assert smallest_font(svg) >= 12
-    if name not in TALLER_THAN_A_SLIDE:   # the table's size, to a few pixels
-        readme = (ROOT / 'docs' / 'pictures.md').read_text(encoding='utf-8')
-        row = re.search(rf'-o {name}\.png`[^|]*\| (\d+) × (\d+) \|', readme)
-        assert abs(int(row[1]) - width * 2) <= 4 and abs(int(row[2]) - height * 2) <= 4, \
-            (name, width * 2, height * 2)
+    readme = (ROOT / 'docs' / 'pictures.md').read_text(encoding='utf-8')
+    row = re.search(rf'-o {name}\.png`[^|]*\| (\d+) × (\d+) \|', readme)
+    assert abs(int(row[1]) - width * 2) <= 4 and abs(int(row[2]) - height * 2) <= 4, \
+        (name, width * 2, height * 2)
 
 
 def figure_commands():

@@ -6,6 +6,7 @@ hand-derived arrays and NumPy, not against the picture's own code.
 import re
 import shutil
 import struct
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,6 +18,7 @@ from autodiff_cli.pictures.style import Look
 
 from tests.helpers import run_main
 
+ROOT = Path(__file__).resolve().parent.parent
 needs_dot = pytest.mark.skipif(shutil.which('dot') is None, reason='Graphviz is not installed')
 LEAST_SQUARES = 'sum((A @ x - b)^2)'
 POINT = {'A': [[1, 2], [3, 4]], 'x': [1, -1], 'b': [0.5, 2]}
@@ -95,3 +97,72 @@ def test_render_draws_an_array_program_and_refuses_an_array_output_in_one_line(t
     refused = run_main(['render', 'A @ x', 'A=[[1, 2], [3, 4]]', 'x=[1, -1]', '-o', str(out)])
     assert refused.code == 2 and refused.err.count('\n') == 1 and 'Traceback' not in refused.err
     assert 'shape [2]' in refused.err
+
+
+# ---- --unroll: the same program, entry by entry ----
+
+UNROLLED = [
+    ('sum(softmax(z) * w)', {'z': [0.5, -1.0, 2.0], 'w': [1.0, 2.0, 3.0]}),
+    ('logsumexp(A, axis=1) @ v + mean(A, axis=0)[1]', {'A': [[1, 2], [3, -4]], 'v': [0.5, -2]}),
+    ('norm(A.T @ v) + norm(v, 1) + prod(v) + max(A) - min(v)', {'A': [[1, 2], [3, 4]],
+                                                               'v': [0.5, -2]}),
+    ('sum(outer(v, w)) + trace(reshape(concat(v, w), [2, 2])) + sum(diag(v))',
+     {'v': [1, -2], 'w': [3, 0.5]}),
+    ('sum(where(v > 0, v^2, -v)) + sum(stack(v, v)[1])', {'v': [1.5, -2]}),
+    ('sum(tanh(A @ B) * [[1, 2, 3], [4, 5, 6]]) + sum(v @ B)',
+     {'A': [[1, 2], [3, -4]], 'B': [[0.5, -1, 2], [1, 0.25, -0.5]], 'v': [1, -1]}),
+]
+
+
+@pytest.mark.parametrize('text, point', UNROLLED, ids=[t for t, _ in UNROLLED])
+def test_unrolled_program_has_the_arrays_values_and_gradients_entry_by_entry(text, point):
+    from autodiff_cli import backward, forward
+    from autodiff_cli.pictures.unroll import unroll
+    graph, values, grads = passes(text, point)
+    numbers, at = unroll(graph, point)
+    assert all(node.op not in tensors.PRIMITIVES or tensors.PRIMITIVES[node.op].kind != 'tensor'
+               for node in numbers.nodes)
+    got = forward(numbers, at)
+    back = backward(numbers, got)
+    assert got[numbers.output] == pytest.approx(float(values[graph.output]), rel=1e-12)
+    for name, i in graph.inputs.items():
+        g = np.asarray(grads[i])
+        for k in np.ndindex(g.shape):
+            entry = name if not k else f'{name}[{",".join(map(str, k))}]'
+            assert back[numbers.inputs[entry]] == pytest.approx(g[k], rel=1e-9, abs=1e-12), entry
+
+
+def test_unrolled_mlp_is_the_scalar_mlp_neuron_by_neuron():
+    from autodiff_cli import backward, forward
+    from autodiff_cli.pictures.unroll import unroll
+    graph = lower((ROOT / 'samples' / 'mlp.ad').read_text())
+    numbers, at = unroll(graph, graph.defaults)
+    scalar = lower((ROOT / 'samples' / 'mlp_scalar.ad').read_text())
+    mine, theirs = forward(numbers, at), forward(scalar, scalar.defaults)
+    by_name = {n.name: i for i, n in enumerate(numbers.nodes) if n.name}
+    for k in range(4):   # h[k] is neuron k + 1, tanh(W1[k,0]*x[0] + b1[k])
+        assert mine[by_name[f'h[{k}]']] == pytest.approx(theirs[scalar.nodes.index(next(
+            n for n in scalar.nodes if n.name == f'h{k + 1}'))], rel=1e-15)
+        assert numbers.text(by_name[f'h[{k}]']) == f'tanh(W1[{k},0]*x[0] + b1[{k}])'
+    grads, expected = backward(numbers, mine), backward(scalar, forward(scalar, scalar.defaults))
+    assert grads[numbers.inputs['W1[2,0]']] == pytest.approx(expected[scalar.inputs['w3']])
+
+
+@pytest.mark.parametrize('argv, message', [
+    (['sum(x)', 'x=[' + ', '.join(['1'] * 61) + ']'], 'at most 60 numbers'),
+    (['det(A)', 'A=[[1, 2], [3, 4]]'], 'cannot write det'),
+    (['x*y', 'x=1', 'y=2'], 'of numbers already'),
+    (['sum(A @ x)', 'A=[[1, 2], [3, 4]]'], "'x' has none")])
+def test_unroll_refuses_in_one_line(argv, message, tmp_path):
+    done = run_main(['render', *argv, '--unroll', '-o', str(tmp_path / 'u.svg')])
+    assert done.code == 2 and done.err.count('\n') == 1 and message in done.err, done.err
+
+
+@needs_dot
+def test_render_unroll_draws_the_mlp_as_neurons(tmp_path):
+    out = tmp_path / 'u.svg'
+    done = run_main(['render', '-f', str(ROOT / 'samples' / 'mlp.ad'), '--unroll', '-o', str(out)])
+    assert done.code == 0, done.err
+    svg = out.read_text(encoding='utf-8')
+    for k in range(4):
+        assert f'h[{k}] = tanh(W1[{k},0]*x[0]' in svg.replace('&#160;', ' ')

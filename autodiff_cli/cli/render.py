@@ -113,6 +113,8 @@ def run_render(args, env):
         check_sources(args)
         bind_data(args.data, graph, bindings, env)
     values_in = input_values(graph, bindings, warn)
+    if getattr(args, 'unroll', False):
+        graph, values_in = _unrolled(graph, values_in)
     missing = [name for name in graph.inputs if name not in values_in]
     mode = args.mode
     stepping = args.steps is not None or getattr(args, 'step', None) is not None
@@ -179,6 +181,20 @@ def run_render(args, env):
     if frames:
         write_folder(args.steps, frames)
     return Exit.OK
+
+
+def _unrolled(graph, values_in):
+    """--unroll: the array program as its graph of numbers (pictures/unroll.py)."""
+    from ..core.graph import is_array_program
+    from ..pictures.unroll import unroll
+    if not is_array_program(graph, values_in):
+        raise UsageError('--unroll writes an array program entry by entry; this one is of '
+                         'numbers already')
+    missing = [name for name in graph.inputs if name not in values_in]
+    if missing:
+        raise UsageError(f"--unroll needs a value for every input, and '{missing[0]}' has "
+                         'none: give it as NAME=VALUE')
+    return unroll(graph, values_in)
 
 
 def _passes(graph, values_in, backward_too, warn):

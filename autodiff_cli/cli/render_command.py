@@ -54,6 +54,9 @@ def add_arguments(parser, command):
     parser.add_argument('--steps', metavar='DIR',
                         help='also write the backward pass to DIR as numbered SVG frames, one '
                              'per node, and an index.html that steps through them')
+    parser.add_argument('--unroll', action='store_true',
+                        help='draw a small array program (60 numbers at most) entry by entry: '
+                             'a network neuron by neuron')
     parser.add_argument('--data', metavar='FILE',
                         help="bind each column of FILE (CSV, TSV, JSON Lines or Parquet) that "
                              'names a variable as a vector of all its rows, as grad --data does')

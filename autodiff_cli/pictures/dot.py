@@ -48,10 +48,10 @@ def fitted(draw, look, rankdir=None, seconds=FIT_SECONDS, compact=True):
     """The picture that fits a 16:9 slide, measured rather than guessed.
     `draw(rankdir, look)` styles one scene. In order: as drawn; wrapped onto
     rows; top to bottom, unless `rankdir` was given; folded into strips; then
-    each again compact, unless `compact` is False (block boxes need room).
-    The first that fits a slide whole; else the first a slide wide and at most
-    TALLEST times as tall as wide; else the one that needs the least shrinking
-    (a tangle folded into a strip a hundred inches tall helps no one)."""
+    each again compact, and merged, unless `compact` is False (boxes need room).
+    The first that fits a slide whole; else the least tall of those a slide
+    wide and at most TALLEST times as tall; else the one that needs the least
+    shrinking (a tangle folded into a strip a hundred inches tall helps no one)."""
     from .layout import picture_size
     from .style import SLIDE_HEIGHT, SLIDE_WIDTH
     direction = rankdir or 'LR'
@@ -60,12 +60,12 @@ def fitted(draw, look, rankdir=None, seconds=FIT_SECONDS, compact=True):
         ways.append(('TB', dict(width=None), False))
     ways.append((direction, dict(fold=True), True))
     tries = [(d, look._replace(**changes), again) for d, changes, again in ways]
-    if compact:
-        tries += [(d, look._replace(compact=True, **changes), again)
-                  for d, changes, again in ways]
+    if compact:   # compact, then also each unnamed step drawn in its use
+        tries += [(d, look._replace(compact=True, merged=merged, **changes), again)
+                  for merged in (False, True) for d, changes, again in ways]
     tall = best = None
     seen = set()
-    while tries and len(seen) < 12:
+    while tries and len(seen) < 16:
         direction, dressed, again = tries.pop(0)
         picture = draw(direction, dressed)
         if picture.source in seen:
@@ -78,14 +78,15 @@ def fitted(draw, look, rankdir=None, seconds=FIT_SECONDS, compact=True):
         width, height = measured[:2] if measured else (0.0, 0.0)
         if width <= SLIDE_WIDTH and height <= SLIDE_HEIGHT:
             return picture
-        if tall is None and width <= SLIDE_WIDTH and height <= TALLEST * max(width, SLIDE_HEIGHT):
-            tall = picture
         shrink = max(width / SLIDE_WIDTH, height / SLIDE_HEIGHT)
+        if width <= SLIDE_WIDTH and height <= TALLEST * max(width, SLIDE_HEIGHT) and (
+                tall is None or shrink < tall[0]):
+            tall = (shrink, picture)
         if best is None or shrink < best[0]:
             best = (shrink, picture)
         if again and width > SLIDE_WIDTH:   # once more, narrower by what dot overshot
             narrower = dressed.width * SLIDE_WIDTH / width * 0.97
             tries.insert(0, (direction, dressed._replace(width=narrower), False))
     if tall is not None:
-        return tall
+        return tall[1]
     return best[1] if best is not None else draw(rankdir or 'LR', look)

@@ -96,10 +96,12 @@ def _folded(last, members, drawn, args, items):
     return last._replace(title=title, expr=expr, notes=tuple(notes))
 
 
-def compacted(drawn):
+def compacted(drawn, merged=False):
     """The Scene a compact picture draws: each sum one node (merge_sums), and
-    no box for a constant used once, which its op's expression shows."""
-    drawn = merge_sums(drawn)
+    no box for a constant used once, which its op's expression shows.
+    `merged`: every step that has no name of its own and one use is drawn
+    as part of that use, so that h[0] = tanh(W[0,0]*x[0] + b[0]) is one node."""
+    drawn = merge_sums(drawn, everything=merged)
     items = {item.id: item for item in drawn.items}
     uses = {}
     for link in drawn.links:
@@ -113,11 +115,11 @@ def compacted(drawn):
                           links=[link for link in drawn.links if link.src not in hidden])
 
 
-def merge_sums(drawn):
+def merge_sums(drawn, everything=False):
     """The Scene with each sum of several terms as one node, as a textbook
     draws a neuron's weighted sum: a `+` used only by the `+` after it, and
-    named by no binding, is drawn as part of it. Each term's edge keeps the
-    gradient it carried (a sum passes its own gradient to every term)."""
+    named by no binding, is drawn as part of it (`everything`: any op so
+    used, into any op). Each argument's edge keeps the gradient it carried."""
     items = {item.id: item for item in drawn.items}
     users = {}
     for link in drawn.links:
@@ -125,11 +127,12 @@ def merge_sums(drawn):
     stands_for = {}
     for item in drawn.items:   # tape order: a sum's first part comes first
         out = users.get(item.id, [])
-        if len(out) != 1 or item.title != '+' or item.kind != 'op' \
+        if len(out) != 1 or (item.title != '+' and not everything) or item.kind != 'op' \
                 or not item.symbol.startswith('('):
             continue
         user = items[out[0]]
-        if user.title == '+' and user.kind in ('op', 'output') and user.block == item.block \
+        if (user.title == '+' or everything) and user.kind in ('op', 'output') \
+                and user.block == item.block \
                 and user.live == item.live:
             stands_for[item.id] = user.id
     if not stands_for:

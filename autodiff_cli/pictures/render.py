@@ -74,7 +74,7 @@ def styled(drawn, mode, rankdir='LR', frame=None, look=None):
     (render's command line tries several layouts) without being drawn again."""
     look = look or Look()
     if look.compact:
-        drawn = compacted(drawn)
+        drawn = compacted(drawn, look.merged)
     return Picture(style(drawn, mode, rankdir, frame, look))
 
 

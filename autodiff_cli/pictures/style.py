@@ -73,6 +73,7 @@ class Look(NamedTuple):
     ids: bool = False            # SVG ids for the interactive page: node-n3, grad-0, ...
     compact: bool = False        # fewer lines a node, one sum one node (fold.merge_sums):
                                  # tried, measured, where the picture does not fit a slide
+    merged: bool = False         # compact, and each unnamed step drawn in its one use
 
 
 def scale_color(magnitude):
