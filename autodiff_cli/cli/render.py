@@ -142,7 +142,7 @@ def run_render(args, env):
     from ..core.graph import is_array_program
     if is_array_program(graph, values_in) and fmt == 'html':
         raise UsageError('the interactive page takes programs of numbers only, so far: '
-                         'draw the whole picture of an array program')
+                         'add --unroll to make it of a small array program entry by entry')
     values = grads = None
     if mode != 'structure':
         values, grads = _passes(graph, values_in, mode == 'backward', warn)

@@ -442,6 +442,7 @@ _ACROSS = 1.25       # what that gap takes with the labels of the flat edges in 
 _GAP = 1.3           # inches between the columns of a strip: ranksep, a label mid-edge
 _BARE_GAP = 0.9      # ... where the edges carry no label mid-edge
 _COMPACT_GAP = 0.6   # ... in a compact picture: ranksep, and few labels
+FEW_RANKS = 300      # strips() tries every cut in two of a picture of up to this many ranks
 
 
 COMPACT_LINE = 24   # a compact label breaks a longer expression between its terms
@@ -560,7 +561,8 @@ def strips(scene, width, points, gap=_GAP, compact=False):
     # strips that fit, each cut to about the same width.
     # Two strips: of the places to cut that fit, the one fewest edges cross
     # (else the narrowest); more strips: cut evenly.
-    halves = [[0] * cut + [1] * (len(columns) - cut) for cut in range(1, len(columns))]
+    halves = [[0] * cut + [1] * (len(columns) - cut)   # (quadratic: a few hundred ranks at most)
+              for cut in range(1, min(len(columns), FEW_RANKS))]
     spans = [(rank[place[link.src]], rank[place[link.dst]]) for link in scene.links]
     # (within a tenth: the estimate errs wide, and the caller measures what dot drew)
     strip_of = min(halves, key=lambda s: (
