@@ -30,7 +30,7 @@ def _arrays():
     forwards = {row.name: getattr(arrays, row.array, None) or getattr(np, row.array)
                 for row in PRIMITIVES.values()}
     return np, SimpleNamespace(coerce=lambda v: np.asarray(v, dtype=np.float64),
-                               meeting=for_branches(LiveRows), **forwards)
+                               meeting=for_branches(LiveRows), live_rows=True, **forwards)
 
 
 def run_batch(graph, columns, rows, wrt=(), out=None):
