@@ -69,6 +69,8 @@ def add_arguments(parser, command):
         parser.add_argument('--explain', action='store_true',
                             help='then diagnose the gradients: where each shrinks or grows '
                                  'most, what blocks them, the first non-finite one')
+        from .memory import add_arguments as add_memory
+        add_memory(parser)
     from .batch import add_options  # -o, --engine, --scheduler, for --points
     add_options(parser)
 
@@ -104,6 +106,12 @@ def run(args, env):
         run_points(args, graph, bindings, names, env)
         return Exit.OK
     inputs = input_values(graph, bindings, env.warn)
+    from . import memory
+    if memory.wanted(args):
+        if args.mode == 'forward' or args.tangent is not None:
+            raise UsageError('--memory and --checkpoint are about the backward pass: '
+                             'leave out --mode forward')
+        return memory.run_point(args, graph, inputs, names, env, data)
     if getattr(args, 'tangent', None) is not None:
         if args.mode != 'forward':
             raise UsageError('--tangent is a direction for forward mode: add --mode forward')

@@ -48,24 +48,29 @@ def parts(graph, i):
 
 # ---- forward ----
 
-def run(loop, args, algebra, strides=()):
+def run(loop, args, algebra, strides=(), inner=()):
     """Run the loop over its arguments' values; a LoopRun. `strides` (see
-    checkpoint.py) says what to keep: () keeps every iteration's values."""
-    step, after = stepper(loop, algebra, strides)
+    checkpoint.py) says what to keep: () keeps every iteration's values; a
+    function of the first iteration's values and the state chooses them.
+    `inner` is what forward() passes on to loops in the body."""
+    step, after = stepper(loop, algebra, inner)
     state = initial(loop, args)
-    kept = [] if not strides else {}
+    values = step(state, args, 0)
+    if callable(strides):
+        strides = strides(values, state)
     every = strides[0] if strides else 0
-    values = None
-    for t in range(loop.count):
-        if every:
-            if t % every == 0:
-                kept[t] = state
-            values = step(state, args, t)
-        else:
-            values = step(state, args, t)
+    kept = {0: state} if every else [values]
+    state = after(values, state)
+    for t in range(1, loop.count):
+        if every and t % every == 0:
+            kept[t] = state
+        values = step(state, args, t)
+        if not every:
             kept.append(values)
         state = after(values, state)
-    return LoopRun(tuple(values[o] for o in loop.outputs), kept, tuple(strides), args)
+    run_ = LoopRun(tuple(values[o] for o in loop.outputs), kept, tuple(strides), args)
+    run_.inner = inner
+    return run_
 
 
 def initial(loop, args):
@@ -73,7 +78,7 @@ def initial(loop, args):
     return tuple(a if kind == CARRY else None for (kind, _), a in zip(loop.slots, args))
 
 
-def stepper(loop, algebra, strides=()):
+def stepper(loop, algebra, inner=()):
     """(step, after): step(state, args, t) gives the values of iteration t's
     body; after(values, state) the state the next iteration starts from."""
     body = loop.body
@@ -99,7 +104,7 @@ def stepper(loop, algebra, strides=()):
                      args[j][first + t] if kind == SCAN else args[j] for kind, sid, j in slots}
             if index_name is not None:
                 given[index_name] = float(first + t)
-            return forward(body, given, algebra, strides)
+            return forward(body, given, algebra, inner)
         return step, after
 
     # A straight body: its nodes as a list of steps, run in order.
@@ -135,7 +140,7 @@ def reversed_values(loop, run_, algebra):
         for t in range(loop.count - 1, -1, -1):
             yield t, run_.kept[t]
         return
-    step, after = stepper(loop, algebra, run_.strides)
+    step, after = stepper(loop, algebra, run_.inner)
     args, strides, count = run_.args, run_.strides, loop.count
     # Levels of segments, outermost first: (level, start, stop, state at start).
     pending = [(1, start, min(start + strides[0], count), run_.kept[start])
