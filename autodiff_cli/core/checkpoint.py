@@ -213,7 +213,9 @@ def gradients(graph, inputs, algebra, pol=PLAIN, seed=1.0, backward_pass=True):
 
     def strides_of(loop):
         def choose(values, state):
-            iteration = values_bytes(values)
+            # (a body's inputs are the carried state or the loop's arguments, held there)
+            iteration = LIST_BYTES + sum(value_bytes(v) for v, node in zip(values, loop.body.nodes)
+                                         if node.op != 'input')
             held = sum(value_bytes(v) for v in state if v is not None)
             return loop_info.setdefault(id(loop), (loop, iteration, held, loop_strides(
                 loop, pol, iteration, held, budget)))[3]
@@ -287,7 +289,7 @@ def _forward_dropping(graph, inputs, algebra, cuts, strides_of):
         node = nodes[i]
         if node.op == 'loop':
             values[i] = loops.run(node.value, [values[a] for a in node.args], algebra,
-                                  strides_of(node.value), strides_of)
+                                  strides_of(node.value), strides_of, forward)
         else:
             _compute(graph, i, values, inputs, algebra, functions)
         ran[i] = 1
@@ -337,19 +339,20 @@ def _memory(graph, values, grads, loop_info, cuts, ran, segments, pol):
         size = value_bytes(value)
         count += 1
         kept += size
-        label = _holder(graph, i)
-        holders[label] = holders.get(label, 0) + size
+        if graph.nodes[i].op not in ('const', 'static', 'loop'):   # the program's own, or none
+            label = _holder(graph, i)
+            holders[label] = holders.get(label, 0) + size
     transient, again = 0, 0
     for loop, iteration, state, strides in loop_info.values():
         n = loop.count
         held = loop_peak(n, strides, iteration, state)
         stored = held if not strides else math.ceil(n / strides[0]) * state
-        count += n * len(loop.body.nodes) if not strides else math.ceil(n / strides[0])
+        count += n * _computed(loop) if not strides else math.ceil(n / strides[0])
         kept += stored
         label = _loop_label(graph, loop)
         holders[label] = holders.get(label, 0) + stored
         transient = max(transient, held - stored)
-        again += recomputed(n, strides) * len(loop.body.nodes)
+        again += recomputed(n, strides) * _computed(loop)
     if segments:
         transient = max(transient, max(size for _, _, size in segments))
         again += sum(c for _, c, _ in segments)
@@ -357,6 +360,11 @@ def _memory(graph, values, grads, loop_info, cuts, ran, segments, pol):
     top = sorted(holders.items(), key=lambda item: (-item[1], item[0]))[:5]
     return Memory(count, kept, gradient_bytes, kept + transient + gradient_bytes, tuple(top),
                   again, pol)
+
+
+def _computed(loop):
+    """The values an iteration computes: its body's nodes but its inputs."""
+    return sum(node.op != 'input' for node in loop.body.nodes)
 
 
 def _holder(graph, i):

@@ -48,12 +48,13 @@ def parts(graph, i):
 
 # ---- forward ----
 
-def run(loop, args, algebra, strides=(), inner=()):
+def run(loop, args, algebra, strides=(), inner=(), forward=None):
     """Run the loop over its arguments' values; a LoopRun. `strides` (see
     checkpoint.py) says what to keep: () keeps every iteration's values; a
     function of the first iteration's values and the state chooses them.
-    `inner` is what forward() passes on to loops in the body."""
-    step, after = stepper(loop, algebra, inner)
+    `inner` is what forward() passes on to loops in the body; `forward`,
+    passes.forward, runs a body with branches or loops."""
+    step, after = stepper(loop, algebra, inner, forward)
     state = initial(loop, args)
     values = step(state, args, 0)
     if callable(strides):
@@ -69,7 +70,7 @@ def run(loop, args, algebra, strides=(), inner=()):
             kept.append(values)
         state = after(values, state)
     run_ = LoopRun(tuple(values[o] for o in loop.outputs), kept, tuple(strides), args)
-    run_.inner = inner
+    run_.inner, run_.forward = inner, forward
     return run_
 
 
@@ -78,7 +79,7 @@ def initial(loop, args):
     return tuple(a if kind == CARRY else None for (kind, _), a in zip(loop.slots, args))
 
 
-def stepper(loop, algebra, inner=()):
+def stepper(loop, algebra, inner=(), forward=None):
     """(step, after): step(state, args, t) gives the values of iteration t's
     body; after(values, state) the state the next iteration starts from."""
     body = loop.body
@@ -95,7 +96,6 @@ def stepper(loop, algebra, inner=()):
 
     if body.branches or body.loops:
         # An `if` taken at a point, a loop within: the general forward pass.
-        from .passes import forward
         names = {sid: body.nodes[sid].name for _, sid, _ in slots}
         index_name = body.nodes[index].name if index is not None else None
 
@@ -140,7 +140,7 @@ def reversed_values(loop, run_, algebra):
         for t in range(loop.count - 1, -1, -1):
             yield t, run_.kept[t]
         return
-    step, after = stepper(loop, algebra, run_.inner)
+    step, after = stepper(loop, algebra, run_.inner, run_.forward)
     args, strides, count = run_.args, run_.strides, loop.count
     # Levels of segments, outermost first: (level, start, stop, state at start).
     pending = [(1, start, min(start + strides[0], count), run_.kept[start])

@@ -69,7 +69,7 @@ def forward_looping(graph, inputs, values, algebra, functions, strides=()):
             values[i] = node.value
         elif op == 'loop':
             values[i] = loops.run(node.value, [values[a] for a in args], algebra,
-                                  per_loop(node.value), strides)
+                                  per_loop(node.value), strides, forward)
         elif op == 'part':
             values[i] = values[args[0]].outputs[node.value]
         else:

@@ -182,12 +182,12 @@ class _LoopScope:
     around it while its body is read."""
 
     __slots__ = ('start', 'first', 'count', 'name', 'index', 'slots', 'kinds', 'names_of',
-                 'taken', 'saved')
+                 'taken', 'saved', 'bound')
 
     def __init__(self, start, first, count, name):
         self.start, self.first, self.count, self.name = start, first, count, name
         self.index, self.slots, self.kinds, self.names_of = None, {}, {}, {}
-        self.taken, self.saved = {name}, None
+        self.taken, self.saved, self.bound = {name}, None, {}
 
 
 class Lowering(ArrayLowering):
@@ -348,6 +348,8 @@ class Lowering(ArrayLowering):
         self.names[name] = node_id
         self.output = node_id
         self.mark = len(nodes)   # the statement ends
+        if self.loops:   # where the loop's part for this name will point
+            self.loops[-1].bound[name] = span
 
     def check_name(self, name, pos, what):
         if name in KEYWORDS:
@@ -942,7 +944,7 @@ class Lowering(ArrayLowering):
         self.loop_ids.append(loop_id)
         self.statements += 1
         for k, (node_id, name) in enumerate(bound):
-            node_span = body_nodes[node_id].span or span
+            node_span = scope.bound.get(name, span)   # the statement NAME = ... in the body
             part = self.emit('part', (loop_id,), node_span, value=k)
             self.bind(('NAME', node_span[0], node_span[0] + len(name), name), part, node_span)
         self.statement_ends()

@@ -242,6 +242,8 @@ def scene(graph, values=None, grads=None):
             if node.op == 'custom':   # a block whose derivative the program declared
                 block = (node.block or '').rpartition('/')[2].partition('#')[0]
                 title = f'{block}: derivative given ✎'
+            elif node.op == 'loop':   # one node however many iterations: its body runs them
+                title = f'loop × {node.value.count:,}'
             expr = graph.text(i, TEXT_LIMIT)
             if node.name is not None:
                 expr = f'{node.name} = {expr}'
@@ -251,12 +253,14 @@ def scene(graph, values=None, grads=None):
                 expr = f'{f} = {title}' if title != f else None
             elif node.name is None:
                 expr = f'{f} = {expr}'
+        # A loop has no number of its own: it shows its last part's.
+        shown = i if node.op != 'loop' else i + len(node.value.outputs)
         items.append(Item(i, kind, title, node_symbol(graph, i, f), expr,
-                          None if values is None else values[i],
-                          None if grads is None else grads[i],
+                          None if values is None else values[shown],
+                          None if grads is None else grads[shown],
                           node.block, live[i], ran=ran[i]))
         flows = partials = None
-        if grads is not None and live[i] and node.args:
+        if grads is not None and live[i] and node.args and node.op != 'loop':
             flows = pullback(graph, i, grads[i], values)
             partials = pullback(graph, i, 1.0, values)
         for position, a in enumerate(node.args):
