@@ -178,3 +178,25 @@ def test_loops_nest_at_most_four_deep():
         'x = x + 1\n' + '}\n' * 5
     run = run_main(['eval', nested])
     assert run.code == 2 and 'loops nest at most 4 deep' in run.err
+
+
+def test_explain_mentions_memory_when_the_plain_pass_keeps_much():
+    from autodiff_cli.cli.evaluate import memory_note
+    big = lower('input x = 0.5\nfor i in 0..1000000 {\n    x = sin(x) + 0.5*x\n}\nz = x')
+    note, = memory_note(big)
+    # six values an iteration (its two inputs too) and its list: 248 MB as counted
+    assert note.startswith('memory: the backward pass keeps 6,000,004 values, about 248.0 MB')
+    assert '--checkpoint sqrt' in note
+    assert memory_note(lower(open('samples/deep_loop.ad').read())) == []
+
+
+def test_a_hundred_thousand_iterations_take_linear_time():
+    import time
+
+    def seconds(n):
+        graph = lower(f'input x = 0.5\nfor i in 0..{n} {{\n    x = sin(x) + 0.5*x\n}}\nz = x')
+        start = time.process_time()
+        backward(graph, forward(graph, {'x': 0.5}))
+        return time.process_time() - start
+    small, large = seconds(10_000), seconds(100_000)
+    assert large < 20 * small   # 10 times the iterations: linear, with room for noise

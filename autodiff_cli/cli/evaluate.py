@@ -159,6 +159,7 @@ def write_explanation(graph, inputs, env):
     result, one finding a line, under a heading that sets it apart from the numbers."""
     from ..pictures.health import explain_point
     lines = explain_point(graph, inputs)
+    lines += memory_note(graph)
     if env.stdout_isatty:   # wrapped at spaces, not by the terminal mid-number; a pipe keeps a line each
         import shutil
         import textwrap
@@ -171,6 +172,23 @@ def write_explanation(graph, inputs, env):
     if env.partial != '∂':
         text = text.replace('∂', 'd')
     env.stdout.write(text)
+
+
+# Past this, --explain says what the backward pass keeps, and how to keep less.
+LARGE = 100_000_000
+
+
+def memory_note(graph):
+    """--explain's line on memory, where the plain pass keeps much ([] else)."""
+    from ..core.checkpoint import plain_estimate
+    from .memory import size
+    values, held = plain_estimate(graph)
+    if held < LARGE:
+        return []
+    return [f'memory: the backward pass keeps {values:,} values, about {size(held)} '
+            '(grad --memory says what holds them); --checkpoint sqrt keeps about 2√n of '
+            'n iterations or block calls and computes the rest again, with the same '
+            'gradients']
 
 
 def gradient_names(graph, args):

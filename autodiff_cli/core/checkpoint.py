@@ -81,6 +81,23 @@ def values_bytes(values):
     return sum(map(value_bytes, values)) + LIST_BYTES
 
 
+def plain_estimate(graph):
+    """(values, bytes) a plain backward pass of a program of numbers keeps,
+    without running it: every node's value and every iteration's."""
+    values, lists = _kept(graph)
+    return values, values * FLOAT_BYTES + lists * LIST_BYTES
+
+
+def _kept(graph):
+    values, lists = len(graph.nodes), 1
+    for i in graph.loops:
+        loop = graph.nodes[i].value
+        inner_values, inner_lists = _kept(loop.body)
+        values += loop.count * inner_values
+        lists += loop.count * inner_lists
+    return values, lists
+
+
 # ---- a loop's strides ----
 
 def loop_strides(loop, pol, iteration, state, budget=None):
