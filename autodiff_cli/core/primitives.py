@@ -495,10 +495,10 @@ INTERNAL = [
          kind=INTERNAL_KIND, text=NO_FORM, numpy=NO_FORM, c=NO_FORM, js=NO_FORM, latex=NO_FORM),
     # A `for` loop and the value of one of its names after it (loops.py):
     # nodes of a graph, which forward and backward run through their loop
-    # hooks, never through these rows' functions.
+    # hooks, never through these rows' functions (no arity: nothing probes them).
     _row('loop', -1, _loop_only, 'loop', _loop_only, kind=INTERNAL_KIND, text=NO_FORM,
          numpy=NO_FORM, c=NO_FORM, js=NO_FORM, latex=NO_FORM, shape=_loop_only),
-    _row('part', 1, _loop_only, 'part', _no_gradient, kind=INTERNAL_KIND, text=NO_FORM,
+    _row('part', -1, _loop_only, 'part', _no_gradient, kind=INTERNAL_KIND, text=NO_FORM,
          numpy=NO_FORM, c=NO_FORM, js=NO_FORM, latex=NO_FORM, shape=_loop_only),
 ]
 
