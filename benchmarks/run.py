@@ -53,7 +53,7 @@ QUICK = dict(startup_runs=3, runs=1, large_terms=500, large_depth=1000, chain_de
              statements=800)
 
 FIGURES = ('startup', 'large', 'torch', 'linearity', 'gradient', 'parse', 'derive', 'batch',
-           'memory', 'scale', 'dask', 'pipe', 'mean', 'arrays', 'work', 'deep')
+           'memory', 'scale', 'dask', 'pipe', 'mean', 'arrays', 'work', 'calculus', 'deep')
 OPT_IN = ('mean_pipe',)   # run only when --only names them: too long for every run
 
 AGAINST = '135ea79'   # the code every figure is held to (issue 26)
@@ -380,6 +380,41 @@ class Bench:
                                f'{sqrt[1]:.0f} MB', 'both complete; sqrt ≤ 100 MB',
                                verdict(sqrt[1] <= 100), f'{script}',
                                {'sqrt MB': sqrt[1], 'plain s': plain[0]}))
+        return rows
+
+    def calculus(self):
+        """Issue 28's figures: benchmarks/calculus.py, run as it is, its lines read back."""
+        import re
+        quick = self.sizes is QUICK
+        command = [sys.executable, str(HERE / 'calculus.py')] + (['--quick'] if quick else [])
+        done = subprocess.run(command, capture_output=True, text=True)
+        script = f"`python benchmarks/calculus.py{' --quick' if quick else ''}`"
+        if done.returncode != 0:   # a tree from before issue 28 has no array formulas
+            return [Figure('matrix calculus (issue 28)', 'not run: ' + done.stderr.strip()
+                           .splitlines()[-1][:80], 'reported', 'n/a', script)]
+        lines, rows = done.stdout, []
+        for pattern, name, target, ok, judged in (
+                (r'cookbook readability: median ([\d.]+)x .*worst ([\d.]+)x .*over (\d+) rows',
+                 'matrix calculus (issue 28): printed op count ÷ the Matrix Cookbook, {2:.0f} rows',
+                 '≤ 1.25× median, ≤ 2× worst', lambda m, w, n: m <= 1.25 and w <= 2,
+                 lambda m, w, n: {'median ×': m, 'worst ×': w}),
+                (r'diff of the MLP 784-256-10 loss: ([\d.]+) s',
+                 'matrix calculus (issue 28): `diff` of the MLP 784-256-10 loss w.r.t. every '
+                 'weight, whole process', '≤ 1 s', lambda s: s <= 1, lambda s: {'s': s}),
+                (r'generated NumPy gradient of the MLP, (\d+) rows: .*: ([\d.]+)x',
+                 'matrix calculus (issue 28): the generated NumPy gradient of that MLP ({0:.0f} '
+                 'rows) ÷ grad in-process', '≤ 1.0', lambda n, q: q <= 1.0,
+                 lambda n, q: {'÷ grad': q}),
+                (r'tanh chain of (\d+) layers: .*: ([\d.]+)x \(target <= 4x\); growth ([\d.]+)',
+                 'matrix calculus (issue 28): printed size of the derivative of a {0:.0f}-layer '
+                 'tanh chain ÷ the program', 'linear, ≤ 4×', lambda n, r, g: r <= 4 and g <= 1.25,
+                 lambda n, r, g: {'size ×': r, 'growth': g})):
+            found = re.search(pattern, lines)
+            if found:
+                values = [float(v) for v in found.groups()]
+                rows.append(Figure(name.format(*values), found.group(0), target,
+                                   verdict(ok(*values)), f'{script}, which prints: '
+                                   f'{found.group(0)}', judged(*values)))
         return rows
 
     def work(self):

@@ -110,6 +110,13 @@ HOSTILE = {
                             "so m is 2 here, but 'W' made it 1"),
     'size names across inputs': (['eval', 'input W[m, n], v[n]\nsum(W @ v)', 'W=[[1, 2]]',
                                   'v=[1, 2, 3]'], {}, "'v' is declared [n], so n is 3 here, but 'W' made it 2"),
+    # a pass per entry (campaign seed 20261206, case 22645: over 5 s, a hang)
+    'forward mode over 10^5 entries': (['grad', 'sum(a^2)', 'a=@a.json', '--mode', 'forward'],
+                                       {'a.json': json.dumps([1.0] * 10 ** 5)},
+                                       'forward mode would take 100000 passes'),
+    'a Jacobian of 10^10 entries': (['jacobian', 'softmax(a)', 'a=@a.json'],
+                                    {'a.json': json.dumps([1.0] * 10 ** 5)},
+                                    'the Jacobian would have 100000 × 100000'),
 }
 
 
@@ -257,3 +264,23 @@ def test_the_1_norm_of_a_nan_entry_sends_it_no_gradient(tmp_path, monkeypatch):
     run = _run(tmp_path, monkeypatch, ['grad', 'norm(log(a), 1)', 'a=[-1, 2]', '--json'], {})
     assert run.code == 0, run
     assert json.loads(run.out)['gradient'] == {'a': [-0.0, 0.5]}
+
+
+def test_a_table_of_a_three_axis_array_shows_it_in_one_cell(tmp_path, monkeypatch):
+    """(campaign seed 20261206, case 1897: TypeError, exit 70) A grid has two
+    axes: a third is written as nested lists, d/da sum(a * c) = c."""
+    run = _run(tmp_path, monkeypatch, ['grad', 'sum(a * [[[2], [7]]])', 'a=[[[-0.5], [0.25]]]',
+                                       '--format', 'table'], {})
+    assert run.code == 0, run
+    assert '[[[2.0], [7.0]]]' in run.out and '0.75' in run.out
+
+
+def test_logdet_at_an_infinite_matrix_has_torchs_nan_gradient(tmp_path, monkeypatch):
+    """(campaign seed 20261206, case 74364: LinAlgError 'SVD did not converge',
+    exit 70) torch.logdet's gradient there is nan in every entry."""
+    files = {'W.csv': '8,1,8\n6,inf,5\n6,9,1', 'b.json': '[7,0,Infinity]'}
+    run = _run(tmp_path, monkeypatch, ['grad', 'logdet(b / (2 + sigmoid(W)))', 'W=@W.csv',
+                                       'b=@b.json', '--json'], files)
+    assert run.code == 0, run
+    gradient = json.loads(run.out)['gradient']
+    assert gradient['W'] == [['nan'] * 3] * 3 and gradient['b'] == ['nan'] * 3

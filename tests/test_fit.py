@@ -12,10 +12,11 @@ from .helpers import run_main
 pytest.importorskip('scipy')
 NIST = Path(__file__).parent / 'data' / 'nist'
 CERTIFIED = json.loads((NIST / 'certified.json').read_text())['problems']
-# From the first start, MINPACK's Levenberg-Marquardt does not reach MGH09's
-# minimum, nor MGH17's (nor do gnuplot's, or scipy's with its own Jacobian):
-# fit must say so, with exit 1.
-UNREACHED = {('MGH09', 1), ('MGH17', 1)}
+# From BoxBOD's first start, MINPACK's Levenberg-Marquardt (scipy's curve_fit
+# too) stops where exp(-b2*x) is 0 at every row: the sum of squares is flat
+# along b2 there, and fit must say so, with exit 1. MGH09, MGH17 and Bennett5
+# from their first start need more than scipy's 100 evaluations per parameter.
+UNREACHED = {('BoxBOD', 1)}
 
 
 def _fit(*words):
@@ -31,7 +32,8 @@ def test_nist_certified_values(name, start):
     out, result = _fit(problem['model'], '--data', str(NIST / f'{name.lower()}.csv'),
                        '--target', 'y', *starts)
     if (name, start) in UNREACHED:
-        assert out.code == 1 and 'did not converge' in out.err and not result['converged']
+        assert out.code == 1 and not result['converged']
+        assert 'did not converge: it stopped where the sum of squares is flat along b2' in out.err
         return
     assert out.code == 0, out.err
     assert result['converged'] and result['dof'] == result['rows'] - len(names)

@@ -28,6 +28,28 @@ def test_rosenbrock_reaches_its_minimiser(method, digits):
     assert (result.hessians > 0) == (method != 'lbfgs')
 
 
+WOOD = ('100*(b - a^2)^2 + (1 - a)^2 + 90*(d - c^2)^2 + (1 - c)^2 '
+        '+ 10.1*((b - 1)^2 + (d - 1)^2) + 19.8*(b - 1)*(d - 1)')
+
+
+def test_lbfgs_goes_past_woods_saddle_to_its_minimum():
+    """Wood's function has its minimum 0 at (1, 1, 1, 1) and a stationary point
+    near f = 7.88, where scipy's default ftol stopped and called it converged."""
+    pytest.importorskip('scipy')
+    result = minimize(lower(WOOD), dict(a=-3.0, b=-1.0, c=-3.0, d=-1.0), list('abcd'), 'lbfgs')
+    assert result.converged and result.why == '|∇f| is below the tolerance'
+    assert result.f < 1e-10 and max(abs(v - 1) for v in result.x.values()) < 1e-4
+
+
+def test_newtons_iteration_limit_is_said_plainly(run_cli):
+    pytest.importorskip('scipy')
+    code, _, err = run_cli('minimize', ROSENBROCK, 'x=-1.2', 'y=1', '--method', 'newton',
+                           '--steps', '5')
+    assert code == 1
+    assert err.startswith('adgrad: error: newton did not converge: it reached the iteration '
+                          'limit, 5 steps, with |∇f| = ') and err.endswith(' (raise --steps)\n')
+
+
 def test_the_exact_gradient_beats_scipy_with_finite_differences():
     """Same method, same start: the same minimiser, in fewer evaluations of f
     than finite differences spend (n + 1 per gradient)."""

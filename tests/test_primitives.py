@@ -35,6 +35,8 @@ DECLARED = {'stop_gradient', 'custom'}
 
 # The array rows have their own cases, against torch: tests/test_arrays_torch.py.
 ARRAY_ROWS = {name for name, row in PRIMITIVES.items() if row.kind == TENSOR}
+# a formula's own constants, eye(n) and n: tests/test_array_formula.py
+ARRAY_ROWS |= {'eye', 'size'}
 
 
 def test_every_primitive_has_a_test_row():

@@ -94,7 +94,7 @@ def _lines(value, number):
     ndim = getattr(value, 'ndim', 0)
     if ndim == 0:
         return [[number(value)]]
-    if _columns(value) == 1 and value.shape[-1] != 1:
+    if ndim > 2 or (_columns(value) == 1 and value.shape[-1] != 1):   # a grid shows 2 axes
         return [[summary(value)]]
     if ndim == 1:
         return [[number(v) for v in value.tolist()]]

@@ -4,7 +4,8 @@ gradient's own recorded graph (autodiff_cli/derive)."""
 import argparse
 
 from ..errors import UsageError
-from .common import Exit, load_program, refuse_arrays, wrt_names
+from ..core.graph import is_array_program
+from .common import Exit, load_program, wrt_names
 from .evaluate import add_input
 
 LANGUAGES = ('adgrad', 'numpy', 'c', 'latex')
@@ -54,7 +55,6 @@ def run(args, env):
     from ..derive.printers import derivative_text
 
     graph, words = load_program(args, env)
-    refuse_arrays(graph, None, 'adgrad diff and its options')
     if words:
         raise UsageError(f"diff prints a formula and takes no values ('{words[0]}'); "
                          'to evaluate it, pipe it to adgrad eval')
@@ -62,5 +62,9 @@ def run(args, env):
     if args.order > 2 and len(names) != 1:
         raise UsageError(f'--order {args.order} differentiates with respect to one variable: '
                          'give it with --wrt X (--order 2 takes several, for the mixed partials)')
+    if is_array_program(graph):
+        from ..derive.array_printers import array_derivative_text
+        env.stdout.write(array_derivative_text(graph, names, args.order, args.lang))
+        return Exit.OK
     env.stdout.write(derivative_text(graph, names, args.order, args.lang))
     return Exit.OK

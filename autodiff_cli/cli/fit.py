@@ -42,7 +42,7 @@ def add_arguments(parser, command):
                         help='with a robust loss: the residual size where it starts to differ '
                              'from least squares (1)')
     parser.add_argument('--max-evaluations', type=_count, metavar='N',
-                        help="the limit on evaluations of the residuals (scipy's default: 100 "
+                        help='the limit on evaluations of the residuals (default: 1000 '
                              'per parameter)')
     parser.add_argument('--plot', metavar='FILE',
                         help='draw the data, the fitted curve and the residuals to FILE (.png, '

@@ -269,8 +269,10 @@ def sum_vjp(k, g, out, a, axis):
 
 def mean_vjp(k, g, out, a, axis):
     shape = k.shape(a)
-    count = _size(shape) if axis is None else shape[axis]
-    return k.div(_spread(k, g, a, axis), float(count)), None
+    sizes = shape if axis is None else (shape[axis],)
+    # an algebra over symbolic shapes counts with its own numbers ('n')
+    count = k.count(sizes) if hasattr(k, 'count') else float(_size(sizes))
+    return k.div(_spread(k, g, a, axis), count), None
 
 
 def prod_vjp(k, g, out, a, axis):
@@ -405,6 +407,8 @@ def _adjugate(np, a):
     """adj(A), which det(A) A^-1 is where A is invertible, from the SVD: exact
     for a singular A too."""
     from .arrays import others_product
+    if not np.isfinite(a).all():   # LAPACK's SVD does not converge on inf or nan
+        return np.full(np.shape(a), np.nan)
     u, s, vh = np.linalg.svd(a)
     others = others_product(s, 0) if s.size > 1 else np.ones(1)
     return np.linalg.det(u) * np.linalg.det(vh) * (vh.T * others) @ u.T

@@ -550,34 +550,64 @@ LOGIC = [
 # shapes, or raises ShapeError; a static argument (an axis, an index) is a
 # constant of the program, passed as its value. ----
 
-def _tensor(name, arity, vjp, shape, jvp, array=None, **forms):
-    return _row(name, arity, None, array or name, vjp, jvp=jvp, kind=TENSOR, shape=shape,
-                numpy=NO_FORM, c=NO_FORM, js=NO_FORM, latex=NO_FORM, **forms)
+def _tensor(name, arity, vjp, shape, jvp, array=None, kind=TENSOR, **forms):
+    # numpy, latex: templates for a formula's text (derive/array_printers.py),
+    # NumPy's else the array form's; C has none, its loops are written per op.
+    forms = {'numpy': None, 'c': NO_FORM, 'js': NO_FORM, 'latex': NO_FORM, **forms}
+    return _row(name, arity, None, array or name, vjp, jvp=jvp, kind=kind, shape=shape, **forms)
+
+
+def _call_form(name, arity):
+    return (name + '(' + ', '.join(f'${i}' for i in range(arity)) + ')', ATOM) + (0,) * arity
+
+
+def _operator_form(name, arity):
+    return (rf'\operatorname{{{name}}}\left(' + ', '.join(f'${i}' for i in range(arity))
+            + r'\right)', ATOM) + (0,) * arity
 
 
 _rules = array_rules
 _grouped = _rules.grouped_jvp
 ARRAYS = [
     _tensor('matmul', 2, _rules.matmul_vjp, _rules.matmul_shape, _rules.matmul_jvp, symbol='@',
-            text=('$0 @ $1', 2, 2, 3)),
-    _tensor('transpose', 1, _rules.transpose_vjp, _rules.transpose_shape, _rules.transpose_jvp),
-    _tensor('outer', 2, _rules.outer_vjp, _rules.outer_shape, _rules.outer_jvp),
-    _tensor('sum', 2, _rules.sum_vjp, _rules.reduce_shape, _grouped(_rules.sum_vjp)),
-    _tensor('mean', 2, _rules.mean_vjp, _rules.reduce_shape, _grouped(_rules.mean_vjp)),
-    _tensor('prod', 2, _rules.prod_vjp, _rules.reduce_shape, _grouped(_rules.prod_vjp)),
-    _tensor('amax', 2, _rules.extreme_vjp, _rules.reduce_shape, _grouped(_rules.extreme_vjp)),
-    _tensor('amin', 2, _rules.extreme_vjp, _rules.reduce_shape, _grouped(_rules.extreme_vjp)),
-    _tensor('norm', 2, _rules.norm_vjp, _rules.norm_shape, _rules.norm_jvp),
+            text=('$0 @ $1', 2, 2, 3), numpy=('$0 @ $1', 2, 2, 3), latex=('$0 $1', 2, 2, 3)),
+    _tensor('transpose', 1, _rules.transpose_vjp, _rules.transpose_shape, _rules.transpose_jvp,
+            text=('$0.T', ATOM, ATOM), numpy=('$0.T', ATOM, ATOM),
+            latex=(r'{$0}^\top', ATOM, ATOM)),
+    _tensor('outer', 2, _rules.outer_vjp, _rules.outer_shape, _rules.outer_jvp,
+            numpy=_call_form('np.outer', 2), latex=(r'$0 {$1}^\top', 2, 2, ATOM)),
+    _tensor('sum', 2, _rules.sum_vjp, _rules.reduce_shape, _grouped(_rules.sum_vjp),
+            numpy=('np.sum($0, axis=$1)', ATOM, 0, 0), latex=_operator_form('sum', 2)),
+    _tensor('mean', 2, _rules.mean_vjp, _rules.reduce_shape, _grouped(_rules.mean_vjp),
+            numpy=('np.mean($0, axis=$1)', ATOM, 0, 0), latex=_operator_form('mean', 2)),
+    _tensor('prod', 2, _rules.prod_vjp, _rules.reduce_shape, _grouped(_rules.prod_vjp),
+            numpy=('np.prod($0, axis=$1)', ATOM, 0, 0), latex=_operator_form('prod', 2)),
+    _tensor('amax', 2, _rules.extreme_vjp, _rules.reduce_shape, _grouped(_rules.extreme_vjp),
+            text=_call_form('max', 2), numpy=('np.max($0, axis=$1)', ATOM, 0, 0),
+            latex=(r'\max\left($0, $1\right)', ATOM, 0, 0)),
+    _tensor('amin', 2, _rules.extreme_vjp, _rules.reduce_shape, _grouped(_rules.extreme_vjp),
+            text=_call_form('min', 2), numpy=('np.min($0, axis=$1)', ATOM, 0, 0),
+            latex=(r'\min\left($0, $1\right)', ATOM, 0, 0)),
+    _tensor('norm', 2, _rules.norm_vjp, _rules.norm_shape, _rules.norm_jvp,
+            latex=(r'\left\|$0\right\|_{$1}', ATOM, 0, 0)),
     _tensor('logsumexp', 2, _rules.logsumexp_vjp, _rules.reduce_shape,
-            _grouped(_rules.logsumexp_vjp)),
-    _tensor('softmax', 2, _rules.softmax_vjp, _rules.softmax_shape, _rules.softmax_jvp),
-    _tensor('trace', 1, _rules.trace_vjp, _rules.trace_shape, _rules.trace_jvp),
-    _tensor('det', 1, _rules.det_vjp, _rules.square_to_scalar, _rules.det_jvp),
-    _tensor('logdet', 1, _rules.logdet_vjp, _rules.square_to_scalar, _rules.logdet_jvp),
-    _tensor('inv', 1, _rules.inv_vjp, _rules.inv_shape, _rules.inv_jvp),
-    _tensor('solve', 2, _rules.solve_vjp, _rules.solve_shape, _rules.solve_jvp),
-    _tensor('diag', 1, _rules.diag_vjp, _rules.diag_shape, _rules.diag_jvp),
-    _tensor('reshape', 2, _rules.reshape_vjp, _rules.reshape_shape, _rules.reshape_jvp),
+            _grouped(_rules.logsumexp_vjp), latex=_operator_form('logsumexp', 2)),
+    _tensor('softmax', 2, _rules.softmax_vjp, _rules.softmax_shape, _rules.softmax_jvp,
+            latex=_operator_form('softmax', 2)),
+    _tensor('trace', 1, _rules.trace_vjp, _rules.trace_shape, _rules.trace_jvp,
+            numpy=_call_form('np.trace', 1), latex=_operator_form('tr', 1)),
+    _tensor('det', 1, _rules.det_vjp, _rules.square_to_scalar, _rules.det_jvp,
+            numpy=_call_form('np.linalg.det', 1), latex=(r'\det\left($0\right)', ATOM, 0)),
+    _tensor('logdet', 1, _rules.logdet_vjp, _rules.square_to_scalar, _rules.logdet_jvp,
+            latex=(r'\log\det\left($0\right)', ATOM, 0)),
+    _tensor('inv', 1, _rules.inv_vjp, _rules.inv_shape, _rules.inv_jvp,
+            numpy=_call_form('np.linalg.inv', 1), latex=(r'{$0}^{-1}', ATOM, ATOM)),
+    _tensor('solve', 2, _rules.solve_vjp, _rules.solve_shape, _rules.solve_jvp,
+            numpy=_call_form('np.linalg.solve', 2), latex=(r'{$0}^{-1} $1', 2, ATOM, 3)),
+    _tensor('diag', 1, _rules.diag_vjp, _rules.diag_shape, _rules.diag_jvp,
+            numpy=_call_form('np.diag', 1), latex=_operator_form('diag', 1)),
+    _tensor('reshape', 2, _rules.reshape_vjp, _rules.reshape_shape, _rules.reshape_jvp,
+            numpy=('np.reshape($0, $1)', ATOM, 0, 0), latex=('$0', ATOM, ATOM, 0)),
     _tensor('concat', -1, _rules.concat_vjp, _rules.concat_shape, _rules.concat_jvp),
     _tensor('stack', -1, _rules.stack_vjp, _rules.stack_shape, _rules.stack_jvp,
             text=NO_FORM),   # written as a literal, [a, b]
@@ -588,7 +618,8 @@ ARRAYS = [
 # can be differentiated again (the Hessian); the language has no name for them.
 ADJOINTS = [
     _tensor('broadcast_to', 2, _rules.broadcast_to_vjp, _rules.broadcast_to_shape,
-            _rules.broadcast_to_jvp, text=NO_FORM),
+            _rules.broadcast_to_jvp, text=NO_FORM,
+            numpy=('np.broadcast_to($0, $1)', ATOM, 0, 0), latex=('$0', ATOM, ATOM, 0)),
     _tensor('sum_to', 2, _rules.sum_to_vjp, _rules.sum_to_shape, _rules.sum_to_jvp,
             text=NO_FORM),
     _tensor('unindex', 3, _rules.unindex_vjp, _rules.unindex_shape, _rules.unindex_jvp,
@@ -599,7 +630,17 @@ ADJOINTS = [
             _rules.minor_det_jvp, array='det', text=NO_FORM),
 ]
 
-PRIMITIVES = {row.name: row for row in OPERATORS + CALLABLE + INTERNAL + LOGIC + ARRAYS + ADJOINTS}
+# Constants of a derivative formula over symbolic shapes (derive/array_formula.py),
+# never of a program: the identity matrix of a size, and a size as a number.
+FORMULA_CONSTANTS = [
+    _tensor('eye', 1, _no_gradient, lambda n: (n, n), None, kind=INTERNAL_KIND,
+            text=('eye($0)', ATOM, 0), numpy=('np.eye($0)', ATOM, 0), latex=('I', ATOM, 0)),
+    _tensor('size', 1, _no_gradient, lambda sizes: (), None, array='prod', kind=INTERNAL_KIND,
+            text=('$0', 2, 0), numpy=('$0', 2, 0), latex=('$0', 2, 0)),
+]
+
+PRIMITIVES = {row.name: row for row in OPERATORS + CALLABLE + INTERNAL + LOGIC + ARRAYS + ADJOINTS
+              + FORMULA_CONSTANTS}
 
 # The functions a program may call, by name.
 FUNCTIONS = {row.name: row for row in CALLABLE + LOGIC[-2:-1]}

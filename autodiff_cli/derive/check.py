@@ -85,7 +85,7 @@ def _kind(op):
     if op not in _KINDS:
         row = PRIMITIVES[op]
         kind = 'smooth'
-        if row.arity > 0 and row.kind != TENSOR:   # (check takes no array program yet)
+        if row.arity > 0 and row.kind != TENSOR and row.forward is not None:   # numbers only
             args = _SAMPLES[:row.arity]
             cotangents, seen = _Noting().run(row.vjp, (row.forward(*args),) + args)
             given = [c is not None and c != 0.0 for c in cotangents]

@@ -17,6 +17,7 @@ from collections import namedtuple
 from ..errors import NumericalError, UsageError
 
 LOSSES = ('linear', 'soft_l1', 'huber', 'cauchy', 'arctan')
+EVALUATIONS = 1000   # per parameter: NIST's Bennett5 needs 762 from its first start
 TOLERANCE = 1e-14   # ftol, xtol and gtol: NIST certifies 11 digits, a fit should reach 9
 
 # parameters, errors: {name: value}; rss: the weighted residual sum of squares;
@@ -114,7 +115,7 @@ def fit(graph, columns, target, start, weights=None, loss='linear', f_scale=1.0,
     """Fit `graph` to `target` over the rows of `columns` ({input: array, or a
     number for every row}), varying the parameters of `start` ({name: value},
     in order); a FitResult. `weights` multiply each row's squared residual.
-    `max_evaluations` of the residuals: 100 per parameter unless given.
+    `max_evaluations` of the residuals: EVALUATIONS per parameter unless given.
     Raises NumericalError where the model is not finite where the fit stops,
     UsageError for weights that are not positive or fewer rows than parameters."""
     import warnings
@@ -135,7 +136,7 @@ def fit(graph, columns, target, start, weights=None, loss='linear', f_scale=1.0,
     if residuals.last_not_finite is not None:
         raise NumericalError(f'{residuals.last_not_finite} at the start, {_point(names, x0)}: '
                              'start where the model is finite')
-    limit = max_evaluations or 100 * len(names)
+    limit = max_evaluations or EVALUATIONS * len(names)
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')   # scipy's warnings repeat its message
         if loss == 'linear':
@@ -157,13 +158,22 @@ def fit(graph, columns, target, start, weights=None, loss='linear', f_scale=1.0,
                              f'{_point(names, x)}: start nearer the data')
     rss = float(r @ r)
     dof = residuals.rows - len(names)
-    covariance = _covariance(np, rows.T) * (rss / dof)
+    covariance, flat = _covariance(np, rows.T)
+    covariance *= rss / dof
     errors = np.sqrt(np.diag(covariance))
     with np.errstate(all='ignore'):
         correlation = covariance / np.outer(errors, errors)
     np.fill_diagonal(correlation, np.where(np.isfinite(errors) & (errors > 0), 1.0, np.nan))
     converged = status > 0 and bool(np.isfinite(x).all())
     why = STOPS.get(status, 'scipy stopped the fit for bad input').format(limit=limit)
+    if converged and flat.any():
+        # A stationary point is not a fit where the parameters are not determined
+        # (BoxBOD from NIST's first start: exp(-b2*x) is 0 at every row).
+        converged = False
+        along = [n for n, f in zip(names, flat) if f]
+        along = along[0] if len(along) == 1 else f"a combination of {', '.join(along)}"
+        why = (f'it stopped where the sum of squares is flat along {along} (the Jacobian is '
+               'singular there, so the parameters are not determined): start nearer the data')
     return FitResult(dict(zip(names, map(float, x))), dict(zip(names, map(float, errors))),
                      rss, dof, residuals.rows, covariance, correlation,
                      int(evaluations), int(jacobians or 0), converged, why,
@@ -172,9 +182,11 @@ def fit(graph, columns, target, start, weights=None, loss='linear', f_scale=1.0,
 
 def _covariance(np, jacobian):
     """(JᵀJ)⁻¹ by the SVD of J, as scipy's curve_fit: inf where J is rank
-    deficient, so an error that cannot be had is not a number made up."""
+    deficient, so an error that cannot be had is not a number made up; and
+    which parameters lie along J's null space (a boolean per parameter)."""
     _, s, vt = np.linalg.svd(jacobian, full_matrices=False)
     keep = s > np.finfo(float).eps * max(jacobian.shape) * s[0]
     if not keep.all():
-        return np.full((jacobian.shape[1],) * 2, np.inf)
-    return (vt.T / s ** 2) @ vt
+        null = np.abs(vt[~keep]).max(axis=0)
+        return np.full((jacobian.shape[1],) * 2, np.inf), null > 1e-3 * null.max()
+    return (vt.T / s ** 2) @ vt, np.zeros(jacobian.shape[1], dtype=bool)

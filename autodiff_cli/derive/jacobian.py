@@ -3,7 +3,12 @@ core/tensors.py: the tangent loop is forward.py's, and a Jacobian is a pass
 per output entry (reverse) or per input entry (forward), whichever is fewer."""
 
 from ..core import tensors
+from ..errors import UsageError
 from .forward import tangents as forward_tangents
+
+# A pass costs the whole program: past this many, a Jacobian takes minutes.
+MOST_PASSES = 4096
+MOST_ENTRIES = 1 << 24   # of a Jacobian: 128 MiB of float64
 
 
 def tangents(graph, values, directions):
@@ -23,6 +28,7 @@ def jacobian(graph, values, names, mode=None):
     sizes = {name: np.size(values[graph.inputs[name]]) for name in names}
     if mode is None:
         mode = 'forward' if sum(sizes.values()) < out.size else 'reverse'
+    _refuse_too_large(mode, sum(sizes.values()), out.size)
     result = {}
     if mode == 'reverse':
         rows = {name: [] for name in names}
@@ -49,3 +55,18 @@ def jacobian(graph, values, names, mode=None):
         result[name] = np.moveaxis(stacked, tuple(range(len(shape))),
                                    tuple(range(out.ndim, out.ndim + len(shape))))
     return result, mode
+
+
+def _refuse_too_large(mode, inputs, outputs):
+    passes = inputs if mode == 'forward' else outputs
+    if inputs * outputs > MOST_ENTRIES:
+        raise UsageError(f'the Jacobian would have {outputs} × {inputs} = {outputs * inputs} '
+                         f'entries (at most {MOST_ENTRIES}): take a part of the output, or '
+                         'sum(...) of it')
+    if passes > MOST_PASSES:
+        hint = ('reverse mode, the default, takes one pass for a scalar output, and --tangent '
+                'one pass along a direction' if mode == 'forward' else
+                'take a part of the output, or sum(...) of it')
+        raise UsageError(f'{mode} mode would take {passes} passes, one per entry of the '
+                         f"{'inputs' if mode == 'forward' else 'output'} (at most "
+                         f'{MOST_PASSES}): {hint}')

@@ -18,6 +18,20 @@ DEFAULT_LR = {'gd': 1e-3, 'momentum': 1e-3, 'adam': 1e-2}
 DEFAULT_STEPS = 1000           # for the loops; scipy's methods keep their own limits
 DEFAULT_GTOL = 1e-6            # for the loops; scipy's methods keep their own tolerances
 NEWTON_XTOL = 1e-8             # but Newton-CG's (see _scipy)
+LBFGS_FTOL = 1e-15             # and L-BFGS-B's (see _scipy)
+
+# scipy's reasons for stopping, by a phrase of its message, in plain words.
+STOPS = (('PROJECTED GRADIENT', '|∇f| is below the tolerance'),
+         ('RELATIVE REDUCTION OF F', 'f changes by less than the tolerance'),
+         ('ITERATIONS REACHED LIMIT', 'it reached the iteration limit, {steps} steps, with '
+                                      '|∇f| = {norm:.3g} (raise --steps)'),
+         ('Maximum number of iterations', 'it reached the iteration limit, {steps} steps, with '
+                                          '|∇f| = {norm:.3g} (raise --steps)'),
+         ('EVALUATIONS EXCEEDS LIMIT', 'it reached the limit on evaluations of f, with '
+                                       '|∇f| = {norm:.3g} (raise --steps)'),
+         ('ABNORMAL', 'the line search found no lower f: |∇f| = {norm:.3g} is as small as '
+                      'float64 resolves here, or f is not smooth'),
+         ('precision loss', 'no step lowers f in float64: |∇f| = {norm:.3g}'))
 
 # x: {name: value} where the method stopped; f; grad_norm: |∇f| there (of
 # the projected gradient where bounds hold); iterations, evaluations (of f
@@ -248,6 +262,10 @@ def _scipy(objective, x0, method, box, steps, gtol, report):
         options['xtol'] = NEWTON_XTOL if gtol is None else gtol
     elif gtol is not None:   # else scipy's own tolerances
         options['gtol'] = gtol
+    if method == 'lbfgs':
+        # The default ftol (2e-9 relative) stopped Wood's function at a saddle
+        # with |∇f| = 2e-3 and called it converged; it now ends on the gradient.
+        options['ftol'] = LBFGS_FTOL
     kwargs = {'jac': True}
     if method == 'lbfgs':
         kwargs['bounds'] = box
@@ -266,4 +284,7 @@ def _scipy(objective, x0, method, box, steps, gtol, report):
     v = np.asarray(found.x, dtype=np.float64)
     f, g = objective.value_and_gradient(v)
     message = found.message.decode() if isinstance(found.message, bytes) else str(found.message)
-    return _result(objective, v, f, _norm(v, g, box), bool(found.success), message.rstrip('.'))
+    norm = _norm(v, g, box)
+    why = next((plain for phrase, plain in STOPS if phrase in message), message.rstrip('.'))
+    return _result(objective, v, f, norm, bool(found.success),
+                   why.format(steps=found.get('nit', objective.iteration), norm=norm))

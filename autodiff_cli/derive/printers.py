@@ -160,7 +160,7 @@ def _tight(text):
         elif c == ')':
             depth -= 1
         elif depth == 0:
-            if c in '*/^':
+            if c in '*/^@' or c == '.' and text[k + 1:k + 2] == 'T':   # @ and .T: of arrays
                 return text
             # ` + ` or ` - `, not before a sign (`a - -1` keeps its spaces)
             if c in '+-' and text[k - 1:k] == text[k + 1:k + 2] == ' ' \
@@ -297,9 +297,11 @@ class Printed(NamedTuple):
 
 
 def lay_out(derivative, table, number, variable=lambda n: n, reserved=lambda n: False,
-            labels=None, fresh='t', display=lambda name: name):
+            labels=None, fresh='t', display=lambda name: name, spell=None):
     """Text for each result of a Derivative: shared and long subexpressions
-    bound to names, the rest inlined. One loop over the tape, no recursion."""
+    bound to names, the rest inlined. One loop over the tape, no recursion.
+    `spell(i, node, arguments)`, if given, writes a node the table cannot
+    (an array op's static arguments): (text, precedence), or None."""
     tape = derivative.tape
     nodes = tape.nodes
     order = derivative.reachable()
@@ -329,19 +331,24 @@ def lay_out(derivative, table, number, variable=lambda n: n, reserved=lambda n: 
         if op == 'input':
             texts[i] = (variables[node.name], ATOM)
             continue
-        if op == 'const':
-            texts[i] = number(node.value)
+        special = spell(i, node, [texts[a] for a in args]) if spell is not None else None
+        if op == 'const' or op == 'static':
+            texts[i] = special or number(node.value)
             continue
         if op == 'custom':                 # a declared derivative's value is its body's
             texts[i] = texts[args[0]]
             continue
-        if op == 'mul' and nodes[args[0]].op in _COMPARISONS and nodes[args[1]].op in _COMPARISONS:
+        if special is not None:
+            op = None
+        elif op == 'mul' and nodes[args[0]].op in _COMPARISONS and nodes[args[1]].op in _COMPARISONS:
             op = 'and'                      # (a == 0)*(b >= 0) reads as a == 0 and b >= 0
         arguments = [texts[a] for a in args]
         if op in _MIRRORED and op in table and nodes[args[0]].op == 'const' \
                 and nodes[args[1]].op != 'const' and _MIRRORED[op] in table:
             op, arguments = _MIRRORED[op], arguments[::-1]     # 0 >= x as x <= 0
-        if op == 'neg' and arguments[0][1] == 2 and not arguments[0][0].startswith('-'):
+        if special is not None:
+            text, precedence = special
+        elif op == 'neg' and arguments[0][1] == 2 and not arguments[0][0].startswith('-'):
             text, precedence = '-' + arguments[0][0], 2     # -(a*b) as -a*b: the same number
         else:
             template = table[op]
@@ -349,7 +356,8 @@ def lay_out(derivative, table, number, variable=lambda n: n, reserved=lambda n: 
         used = uses.get(i, 0)
         if used == 0 and i in result_of:
             texts[i] = (text, precedence)             # printed last, under its label
-        elif used >= 2 or len(text) > INLINE or i in result_of:
+        elif (used >= 2 and not (special is not None and text.isidentifier())
+              or len(text) > INLINE or i in result_of):    # a size, n, is never bound
             wanted = result_of.get(i) or program_names.get(i)
             name = names.claim(wanted) if wanted else names.fresh(fresh)
             bindings.append((display(name), text))

@@ -1,0 +1,170 @@
+"""`adgrad diff` of array programs: formulas over symbolic shapes, checked against
+grad's numbers at random matrices and against the Matrix Cookbook's closed forms
+(benchmarks/calculus.py holds the table, docs/arrays.md shows it)."""
+
+import statistics
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from autodiff_cli import lower
+from autodiff_cli.core import tensors
+from autodiff_cli.derive.array_printers import array_derivative_text
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / 'benchmarks'))
+import calculus  # noqa: E402
+
+SIZES = {'n': 3, 'm': 4}
+
+
+def random_point(graph, rng):
+    """A value for every input of its declared shape; square ones well conditioned."""
+    from autodiff_cli.derive.array_formula import declared_shapes
+    point = {}
+    for name, shape in declared_shapes(graph).items():
+        shape = tuple(SIZES.get(n, n) for n in shape)
+        value = rng.normal(size=shape)
+        if len(shape) == 2 and shape[0] == shape[1]:
+            value = value @ value.T + shape[0] * np.eye(shape[0])
+        point[name] = value
+    return point
+
+
+def grad_of(graph, point, name):
+    values = tensors.evaluate(graph, point)
+    return tensors.gradients(graph, values)[graph.inputs[name]]
+
+
+def evaluate(source, point):
+    graph = lower(source)
+    return tensors.evaluate(graph, {k: v for k, v in point.items() if k in graph.inputs})[
+        graph.output]
+
+
+@pytest.mark.parametrize('row', calculus.COOKBOOK, ids=[f'{r[0]} d{r[1]}' for r in calculus.COOKBOOK])
+def test_every_cookbook_row_reads_back_to_grads_numbers(row):
+    """adgrad's printed formula, read back by the language, gives grad's array;
+    and so does the Cookbook's closed form, the independent reference."""
+    source, wrt, closed, _ = row
+    graph = lower(calculus.program(row))
+    point = random_point(graph, np.random.default_rng(7))
+    expected = grad_of(graph, point, wrt)
+    formula = array_derivative_text(graph, [wrt])
+    np.testing.assert_allclose(evaluate(formula, point), expected, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(evaluate(calculus.DECLARE + closed, point), expected,
+                               rtol=1e-10, atol=1e-12)
+
+
+def test_the_cookbook_table_meets_the_readability_targets():
+    rows = calculus.readability()
+    ratios = [o / t if t else 1.0 for _, o, t in rows]
+    assert len(rows) >= 20
+    assert statistics.median(ratios) <= 1.25 and max(ratios) <= 2
+
+
+@pytest.mark.parametrize('source, wrt, expected', [
+    ('input A[m, n], x[n], b[m]; sum((A @ x - b)^2)', 'x', 'd_x = 2*A.T @ (A @ x - b)'),
+    ('input X[n, n]; logdet(X)', 'X', 'd_X = inv(X).T'),
+    ('input A[n, n], x[n]; x.T @ A @ x', 'x', 'd_x = (A + A.T) @ x'),
+    ('input X[n, n]; det(X)', 'X', 'd_X = det(X)*inv(X).T'),
+])
+def test_the_issues_formulas_print_as_the_cookbook_writes_them(source, wrt, expected):
+    text = array_derivative_text(lower(source), [wrt])
+    assert text.splitlines()[-1] == expected
+
+
+def test_the_hessian_of_a_quadratic_form_is_a_plus_a_transpose():
+    text = array_derivative_text(lower('input A[n, n], x[n]; x.T @ A @ x'), ['x'], order=2)
+    assert text.splitlines()[-1] == 'd2_x = A + A.T'
+
+
+@pytest.mark.parametrize('source', ['input W[m, n], x[n], c[m]; sum(tanh(W @ x + c))',
+                                    'input A[n, n], x[n]; logsumexp(A @ x) + x @ A @ x'])
+def test_a_hessian_formula_gives_hessians_numbers(source):
+    from autodiff_cli.derive.array_record import array_hessian
+    graph = lower(source)
+    point = random_point(graph, np.random.default_rng(3))
+    text = array_derivative_text(graph, ['x'], order=2)
+    np.testing.assert_allclose(evaluate(text, point), array_hessian(graph, point, ['x']),
+                               rtol=1e-10, atol=1e-12)
+
+
+SAMPLES = {'mlp.ad': {}, 'least_squares.ad': {'x': (20,), 'y': (20,)},
+           'softmax_regression.ad': {'x': (30, 2), 'y': (30, 3)},
+           'mlp_xor.ad': {'x': (60, 2), 'y': (60, 2)}}
+
+
+def sample_point(name, rng):
+    graph = lower((ROOT / 'samples' / name).read_text())
+    point = dict(graph.defaults)
+    point.update({k: rng.normal(size=shape) for k, shape in SAMPLES[name].items()})
+    return graph, point
+
+
+@pytest.mark.parametrize('name', SAMPLES)
+def test_generated_numpy_agrees_with_grad_on_every_array_sample(name):
+    graph, point = sample_point(name, np.random.default_rng(5))
+    names = sorted(graph.inputs)
+    namespace = {}
+    exec(array_derivative_text(graph, names, lang='numpy'), namespace)   # generated code
+    value, gradient = namespace['f'](**{k: point[k] for k in graph.inputs})
+    values = tensors.evaluate(graph, point)
+    grads = tensors.gradients(graph, values)
+    assert value == pytest.approx(float(values[graph.output]), rel=1e-12)
+    for k in names:
+        assert gradient[k].shape == np.shape(point[k])
+        np.testing.assert_allclose(gradient[k], grads[graph.inputs[k]], rtol=1e-10, atol=1e-12)
+
+
+def test_shapes_that_cannot_agree_are_refused_with_a_caret(run_cli):
+    code, out, err = run_cli('diff', 'input A[m, n], x[m]; sum(A @ x)')
+    assert (code, out) == (2, '')
+    assert err.splitlines() == ['adgrad: error: cannot multiply A[m,n] by x[m]: sizes n and m '
+                                'differ (column 26)', '  input A[m, n], x[m]; sum(A @ x)',
+                                '                           ^']
+
+
+def test_an_input_without_a_shape_is_refused_with_a_caret(run_cli):
+    code, _, err = run_cli('diff', 'sum(x^2)')
+    assert code == 2 and "'x' has no declared shape" in err and err.endswith('^\n')
+
+
+def test_a_vector_output_is_refused(run_cli):
+    code, _, err = run_cli('diff', 'input x[n]; 2*x')
+    assert code == 2 and 'scalar output' in err and len(err.splitlines()) == 1
+
+
+def test_latex_writes_transposes_products_and_traces(run_cli):
+    _, out, _ = run_cli('diff', 'input A[n, n], X[n, n], x[n]; trace(A @ X) + sum(x * x) * det(X)',
+                        '--lang', 'latex', '--wrt', 'X')
+    assert r'^\top' in out and r'\det' in out
+    _, out, _ = run_cli('diff', 'input W[m, n], x[n], c[m]; sum(tanh(W @ x + c) * c)',
+                        '--lang', 'latex', '--wrt', 'W')
+    assert r'\odot' in out and r'\frac{\partial f}{\partial W}' in out
+    _, out, _ = run_cli('diff', 'input X[n, n]; trace(inv(X))', '--lang', 'latex')
+    assert r'\operatorname{tr}' not in out and '^{-1}' in out
+    _, out, _ = run_cli('diff', 'input X[n, n], A[n, n]; trace(diag(diag(X)) @ A)', '--lang',
+                        'latex', '--wrt', 'A')
+    assert r'\operatorname{diag}' in out
+
+
+def test_a_deep_chain_prints_linearly_without_recursion():
+    small = array_derivative_text(lower(calculus.tanh_chain(100)), ['x'])
+    deep = array_derivative_text(lower(calculus.tanh_chain(2000)), ['x'])
+    assert len(deep) / len(small) < 25
+    assert len(small) <= 4 * len(calculus.tanh_chain(100))
+
+
+def test_the_same_program_prints_the_same_bytes():
+    source = (ROOT / 'samples' / 'mlp_xor.ad').read_text()
+    texts = {array_derivative_text(lower(source), ['W1', 'W2'], lang=lang)
+             for lang in ('numpy',) * 3}
+    assert len(texts) == 1
+
+
+def test_c_of_an_array_program_says_it_is_not_written_yet(run_cli):
+    code, out, err = run_cli('diff', 'input x[n]; sum(x^2)', '--lang', 'c')
+    assert (code, out) == (2, '') and 'not written yet' in err and len(err.splitlines()) == 1
