@@ -175,6 +175,11 @@ class ArrayLowering:
         self.has_arrays()
         (start, _, a), _, subscripts, (_, _, end, _) = stack[-4:]
         del stack[-3:]
+        if self.loops:
+            scanned = self.loop_slice(a, subscripts, (start, end))
+            if scanned is not None:
+                stack[-1] = (start, end, scanned)
+                return
         key = [None] * len(subscripts)
         for k in range(len(subscripts) - 1, -1, -1):   # the last one's nodes are the tape's last
             item = subscripts[k]
