@@ -147,7 +147,10 @@ def test_samples_deep_loop_equals_samples_deep():
 @pytest.mark.parametrize('text, message, column', [
     ('input x = 1\nfor i in 0..0 {\n x = x + 1\n}', 'the range 0..0 is empty', 10),
     ('input x = 1\nfor i in 0..2.5 {\n x = x + 1\n}', "a loop's end must be a whole number", 13),
-    ('input x = 1\nfor i in 0..x {\n x = x + 1\n}', "a loop's end must be a constant", 13),
+    ('input x = 1\nfor i in 0..x {\n x = x + 1\n}', "a loop's end must be a constant, such as 10", 13),
+    # a carried name with no value before the loop: the caret at its read, in the body
+    ('for i in 0..3 {\n  x = x*2\n}\nx', "'x' is read before it has a value: give it one before the loop", 7),
+    ('input x = 1\nfor i in 0..3 { x = x*2\nx', "or close the loop with '}' before this line", 1),
     ('input x = 1\nfor i in 0..100000000 {\n x = x + 1\n}', 'adgrad runs at most 10,000,000', 1),
     ('input x = 1\nfor x in 0..3 {\n y = 1\n}', "'x' is already defined", 5),
     ('input x = 1\nfor i in 0..3 {\n x + 1\n}', 'a loop body binds names', 2),

@@ -276,7 +276,7 @@ class Lowering(ArrayLowering):
         if node_id is None:
             # Always on the tape, even while a body is read: an input belongs
             # to the whole program, not to each call (nor to a loop's body).
-            tape = self.loops[0].saved[0] if self.loops else self.nodes
+            tape = self.top_tape()
             tape.append(_new_node(Node, ('input', (), name, None, (start, end), None)))
             node_id = self.input_ids[name] = len(tape) - 1
             if self.loops:
@@ -298,7 +298,8 @@ class Lowering(ArrayLowering):
         self.statement_begins()
         start, _, node_id = stack[-1]
         if self.loops:
-            raise self.error('a loop body binds names: write NAME = ... here', start)
+            raise self.error("a loop body binds names: write NAME = ... here, or close the "
+                             "loop with '}' before this line", start)
         stack[-1] = None
         self.last_bare = (node_id, start)
         self.output = node_id
@@ -333,7 +334,10 @@ class Lowering(ArrayLowering):
         if name in _RESERVED or name in self.blocks:
             self.check_name(name, start, 'binding')
         if name in self.input_ids and name not in self.declared:
-            use = self.nodes[self.input_ids[name]].span[0]
+            use = self.top_tape()[self.input_ids[name]].span[0]
+            if self.loops:   # x = x*2 in a body: the loop's start value is missing
+                raise self.error(f"'{_clip(name)}' is read before it has a value: give it one "
+                                 f'before the loop ({name} = ... or input {name} = ...)', use)
             raise self.error(f"'{_clip(name)}' is used before its definition", use)
         versions, nodes = self.versions, self.nodes
         count = versions[name] = versions.get(name, 0) + 1
@@ -367,6 +371,10 @@ class Lowering(ArrayLowering):
         if name in CONSTANTS and name not in self.names:
             self.notes.append(f"'{name}' is this program's own {what} from here on, "
                               f"not the constant {name} = {CONSTANTS[name]!r}")
+
+    def top_tape(self):
+        """The program's own tape, where its inputs are, even while a loop's body is read."""
+        return self.loops[0].saved[0] if self.loops else self.nodes
 
     def refuse_in_loop(self, what, pos):
         if self.loops:
@@ -791,8 +799,8 @@ class Lowering(ArrayLowering):
             self.statement_begins()   # raises
         if len(self.loops) >= MAX_NESTING:
             raise self.error(f'loops nest at most {MAX_NESTING} deep', start)
-        stop = self.integer(high, "a loop's end")    # (its nodes are the target's last)
-        first = self.integer(low, "a loop's start")
+        stop = self.integer(high, "a loop's end", '10')    # (its nodes are the target's last)
+        first = self.integer(low, "a loop's start", '0')
         if first < 0:
             raise self.error(f"a loop's range starts at 0 or more, not {first}", low[0])
         count = stop - first
