@@ -139,10 +139,6 @@ def run_render(args, env):
         if mode == 'structure' and len(missing) < len(graph.inputs):
             warn(f"no value for '{missing[0]}': drawing the structure only "
                  f'(give every variable a value to see values and gradients)')
-    from ..core.graph import is_array_program
-    if is_array_program(graph, values_in) and fmt == 'html':
-        raise UsageError('the interactive page takes programs of numbers only, so far: '
-                         'add --unroll to make it of a small array program entry by entry')
     values = grads = None
     if mode != 'structure':
         values, grads = _passes(graph, values_in, mode == 'backward', warn)
