@@ -278,7 +278,8 @@ def _one_step(graph, values, grads, args, look, fmt, warn):
     """Step N of the pass as one picture, caption included (for a slide)."""
     from ..pictures.steps import step_pictures
     pictures = step_pictures(graph, values, grads, rankdir=args.rankdir or 'LR', look=look,
-                             forward=args.forward_steps, fit=_frame_fit(graph, args, look))
+                             forward=args.forward_steps,
+                             fit=_dot.frame_fit(graph, look, args.rankdir))
     if not pictures:
         raise UsageError(_NO_STEPS)
     if args.step > len(pictures):
@@ -291,14 +292,6 @@ def _one_step(graph, values, grads, args, look, fmt, warn):
     if fmt in LAYOUT_FORMATS:
         _check_viewable(data, fmt)
     return data
-
-
-def _frame_fit(graph, args, look):
-    """How a step series chooses its one layout (dot.fitted), where render
-    would fit the whole picture: no --size given, and a graph dot lays out fast."""
-    if look.size is not None or len(graph.nodes) > FIT_NODES:
-        return None
-    return lambda draw: _dot.fitted(draw, look, args.rankdir)
 
 
 _NO_STEPS = ('the output depends on no variable, so no gradient flows back and '
@@ -381,9 +374,9 @@ def _step_files(graph, values, grads, args, look, fmt='svg'):
     # An SVG frame sits on the page, which shows the caption; a PNG or PDF
     # frame is for a slide and carries its own.
     baked = fmt != 'svg'
-    pictures = step_pictures(graph, values, grads, rankdir=args.rankdir or 'LR',
-                             look=look._replace(caption=baked), forward=forward_steps,
-                             fit=_frame_fit(graph, args, look._replace(caption=baked)))
+    look = look._replace(caption=baked)
+    pictures = step_pictures(graph, values, grads, rankdir=args.rankdir or 'LR', look=look,
+                             forward=forward_steps, fit=_dot.frame_fit(graph, look, args.rankdir))
     if not pictures:
         raise UsageError(_NO_STEPS)
     files = {}
