@@ -181,15 +181,7 @@ def run_render(args, env):
 
 def _unrolled(graph, values_in):
     """--unroll: the array program as its graph of numbers (pictures/unroll.py)."""
-    from ..core.graph import is_array_program
     from ..pictures.unroll import unroll
-    if not is_array_program(graph, values_in):
-        raise UsageError('--unroll writes an array program entry by entry; this one is of '
-                         'numbers already')
-    missing = [name for name in graph.inputs if name not in values_in]
-    if missing:
-        raise UsageError(f"--unroll needs a value for every input, and '{missing[0]}' has "
-                         'none: give it as NAME=VALUE')
     return unroll(graph, values_in)
 
 

@@ -78,10 +78,19 @@ class _Numbers:
                      notes=(f'unrolled from: {" ".join(source.split())[:200]}',))
 
 
-def unroll(graph, point, most=MOST):
+def unroll(graph, point, most=MOST, option='--unroll'):
     """(the graph of numbers, its point: a value per entry of each input).
-    A UsageError, in one line, past `most` numbers or for an op that has no
-    entry-by-entry form here (det, inv, solve)."""
+    A UsageError, in one line, for a program of numbers, an input without a
+    value, past `most` numbers or for an op that has no entry-by-entry form
+    here (det, inv, solve); `option` is what the caller calls unrolling."""
+    from ..core.graph import is_array_program
+    if not is_array_program(graph, point):
+        raise UsageError(f'{option} writes an array program entry by entry; this one is of '
+                         'numbers already')
+    missing = [name for name in graph.inputs if name not in point]
+    if missing:
+        raise UsageError(f"{option} needs a value for every input, and '{missing[0]}' has "
+                         'none: give it as NAME=VALUE')
     numbers, at, _, _ = _unrolled(graph, point, most, _PICTURE)
     return numbers, at
 
