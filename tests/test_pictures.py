@@ -19,7 +19,7 @@ from autodiff_cli.pictures.collapse import collapse
 from autodiff_cli.pictures.health import diagnose, explain
 from autodiff_cli.pictures.layout import picture_size, unviewable
 from autodiff_cli.pictures.render import render
-from autodiff_cli.pictures.style import Look
+from autodiff_cli.pictures.style import OVAL, Look
 from autodiff_cli.pictures.steps import forward_steps
 
 from tests.helpers import run_main, scalar_samples
@@ -233,12 +233,17 @@ def test_no_edge_label_sits_on_another_arrow(argv, tmp_path, monkeypatch):
 
 
 @needs_dot
-def test_the_legends_input_swatch_is_an_oval(tmp_path, monkeypatch):
+@pytest.mark.parametrize('argv', [['-f', 'samples/product.ad'],
+                                  ['-f', 'samples/deep.ad', '--collapse', 'blocks', '--color',
+                                   'magnitude']],   # under a wider row: the scale's
+                         ids=['product', 'magnitude'])
+def test_the_legends_input_swatch_is_an_oval(argv, tmp_path, monkeypatch):
     """Inputs are ovals, so the legend's swatch for them is one: rows of the
     fill, widest in the middle and narrowing smoothly to the top and bottom
-    (a pill would keep its full width down its straight sides)."""
+    (a pill would keep its full width down its straight sides), as wide as
+    drawn, not stretched by a wider row of the legend under it."""
     monkeypatch.chdir(ROOT)
-    root = ET.fromstring(svg_of(tmp_path, '-f', 'samples/product.ad'))
+    root = ET.fromstring(svg_of(tmp_path, *argv))
     rows = {}
     for shape in root.iter(f'{SVG}polygon'):
         if shape.get('fill') in ('#eff6ff', '#2563eb') and shape.get('stroke') == 'transparent':
@@ -255,6 +260,7 @@ def test_the_legends_input_swatch_is_an_oval(tmp_path, monkeypatch):
     assert all(a <= b for a, b in zip(widths[:middle], widths[1:middle + 1]))
     assert all(a >= b for a, b in zip(widths[middle:], widths[middle + 1:]))
     assert max(widths) > 1.8 * (len(widths))       # wider than tall: an oval, not a circle
+    assert max(widths) <= OVAL[0] + 1               # 36 pt, stretched to 52 under the scale
 
 
 @needs_dot

@@ -322,8 +322,10 @@ def _oval(text, fill, edge):
             + (f' BGCOLOR="{color}"' if color else '') + '></TD>'
             for n, color in cells if n) + '</TR>')
     grid = "<TR>" + "<TD FIXEDSIZE=\"TRUE\" WIDTH=\"1\" HEIGHT=\"1\"></TD>" * width + "</TR>"
-    shape = ('<TABLE BORDER="0" CELLSPACING="0" CELLPADDING="0">' + grid + ''.join(rows)
-             + '</TABLE>')
+    # Fixed: a wider row under the legend's first would stretch every column
+    # of that row, the oval's one-point columns too.
+    shape = (f'<TABLE BORDER="0" CELLSPACING="0" CELLPADDING="0" FIXEDSIZE="TRUE" '
+             f'WIDTH="{width}" HEIGHT="{height + 1}">' + grid + ''.join(rows) + '</TABLE>')
     return f'<TD>{shape}</TD><TD>{esc(text)}</TD>'
 
 
