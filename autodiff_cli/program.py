@@ -10,7 +10,7 @@ Values are keyword arguments: a number, a NumPy array or nested lists, or
 text the command line would read (`x=2`, `x='pi/4'`); a dict before them
 holds names that are also options (`render({'color': 1}, color='magnitude')`). Bindings are not kept: each call
 starts from the program's own `input` defaults. Array programs take eval,
-grad, hessian and check, as the commands do so far; diff and render refuse them.
+grad, hessian, check and render (and its page), as the commands do; diff refuses them.
 """
 
 import html
@@ -136,15 +136,19 @@ class Program:
 
     def render(self, point=None, /, *, mode=None, collapse=None, color='plain', products=False,
                rankdir=None, step=None, forward_steps=False, legend=True, font_scale=1.0,
-               size=None, max_nodes=MAX_NODES, **values):
+               size=None, max_nodes=MAX_NODES, unroll=False, **values):
         """`adgrad render`: the picture (pictures/render.py's Picture) that the
         command draws from the same options, laid out to fit a slide as it does.
         `mode` is render's --pass, or 'structure'; by default 'backward' when
-        every variable has a value, else 'structure'. `step=N` is frame N.
-        A picture of more than `max_nodes` nodes is refused, as --max-nodes does."""
+        every variable has a value, else 'structure'. `step=N` is frame N;
+        `unroll=True` draws an array program entry by entry. A picture of more
+        than `max_nodes` nodes is refused, as --max-nodes does."""
         from .pictures.style import Look
         inputs, warnings = self._point(point, values)
-        self._numbers_only(inputs, 'Program.render')
+        graph = self.graph
+        if unroll:
+            from .pictures.unroll import unroll as unrolled
+            graph, inputs = unrolled(graph, inputs, option='unroll')
         if mode not in (None, *MODES):
             raise UsageError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
         if collapse not in (None, 'blocks'):
@@ -159,12 +163,12 @@ class Program:
                 isinstance(n, (int, float)) and 0.5 <= n <= 1000 for n in size)):
             raise UsageError(f'size must be (width, height) in inches, such as (13.3, 7.5), '
                              f'not {size!r}')
-        missing = [name for name in self.graph.inputs if name not in inputs]
+        missing = [name for name in graph.inputs if name not in inputs]
         if not (isinstance(max_nodes, int) and max_nodes >= 1):
             raise UsageError(f'max_nodes must be a positive whole number, not {max_nodes!r}')
         if step is not None:
-            if len(self.graph.nodes) > max_nodes:
-                raise UsageError(f'the graph has {len(self.graph.nodes)} nodes, more than '
+            if len(graph.nodes) > max_nodes:
+                raise UsageError(f'the graph has {len(graph.nodes)} nodes, more than '
                                  f'max_nodes={max_nodes}: raise it to draw its steps')
             if collapse:
                 raise UsageError('collapse draws a whole call as one node, and the steps go '
@@ -177,16 +181,16 @@ class Program:
             raise UsageError('forward_steps needs step=N')
         if mode is None:
             mode = 'structure' if missing else 'backward'
-            if missing and len(missing) < len(self.graph.inputs):
+            if missing and len(missing) < len(graph.inputs):
                 warnings.append(f"no value for '{missing[0]}': drawing the structure only "
                                 '(give every variable a value to see values and gradients)')
         look = Look(color=color, legend=legend, font_scale=font_scale, products=products,
                     size=None if size is None else f'{size[0]:g},{size[1]:g}')
-        values_, grads = self._passes(inputs, mode, warnings)
+        values_, grads = _passes(graph, inputs, mode, warnings)
         if step is not None:
-            picture = _frame(self.graph, values_, grads, step, rankdir, look, forward_steps)
+            picture = _frame(graph, values_, grads, step, rankdir, look, forward_steps)
         else:
-            picture = _whole(self.graph, values_, grads, mode, rankdir, look, collapse, max_nodes)
+            picture = _whole(graph, values_, grads, mode, rankdir, look, collapse, max_nodes)
         picture.warnings = warnings
         return picture
 
@@ -198,7 +202,6 @@ class Program:
         from .pictures.page import interactive_page
         from .pictures.style import Look
         inputs, _ = self._point(point, values)
-        self._numbers_only(inputs, 'Program.page')
         require_inputs(self.graph, inputs)
         if len(self.graph.nodes) > max_nodes:
             raise UsageError(f'the graph has {len(self.graph.nodes)} nodes, more than '
@@ -207,11 +210,7 @@ class Program:
                                 layout=lambda digraph: run_dot(digraph, 'svg')).decode('utf-8')
 
     def _repr_svg_(self):
-        """In Jupyter, a Program shows what `adgrad render` draws of it unbound
-        (an array program, no picture so far: its text)."""
-        from .core.graph import is_array_program
-        if is_array_program(self.graph, self.graph.defaults):
-            return None
+        """In Jupyter, a Program shows what `adgrad render` draws of it unbound."""
         return self.render()._repr_svg_()
 
     # ---- as every command reads its values ----
@@ -253,18 +252,7 @@ class Program:
         return names
 
     def _passes(self, inputs, mode, warnings, strict=False):
-        """(values, grads) of the passes `mode` runs; a non-finite value is a
-        warning, or under `strict` a NumericalError, as in the commands."""
-        from .core.passes import backward, first_nonfinite, forward
-        from .errors import numerical
-        if mode == 'structure':
-            return None, None
-        values = forward(self.graph, inputs)
-        bad = first_nonfinite(values)
-        if bad is not None:
-            numerical(f'{where(self.graph, bad)} is {values[bad]!r}, the first non-finite value',
-                      strict, warnings.append)
-        return values, backward(self.graph, values) if mode == 'backward' else None
+        return _passes(self.graph, inputs, mode, warnings, strict)
 
     def _result(self, point, values, names, strict):
         from .core.graph import is_array_program
@@ -309,8 +297,7 @@ class Program:
                 numerical(f'the gradient ∂f/∂{infinite[0]} is not finite', strict,
                           warnings.append)
         return Result(self, plain(value), gradient,
-                      {n: plain(inputs[n]) for n in sorted(self.graph.inputs)}, warnings,
-                      arrays=True)
+                      {n: plain(inputs[n]) for n in sorted(self.graph.inputs)}, warnings)
 
     def _numbers_only(self, inputs, what):
         """Refuse an array program where the command refuses it (cli/common.refuse_arrays)."""
@@ -348,6 +335,37 @@ def _text(name, value):
                          "as 'pi/4'") from None
 
 
+def _passes(graph, inputs, mode, warnings, strict=False):
+    """(values, grads) of the passes `mode` runs, over numbers or arrays (whose
+    output must then be one number); a non-finite value is a warning, or under
+    `strict` a NumericalError, as in the commands."""
+    from .core.graph import is_array_program
+    from .core.passes import backward, first_nonfinite, forward
+    from .errors import numerical
+    if mode == 'structure':
+        return None, None
+    if is_array_program(graph, inputs):
+        from .core import tensors
+        values = tensors.evaluate(graph, inputs)
+        bad = tensors.first_nonfinite(values)
+        if bad is not None:
+            numerical(f'{where(graph, bad)} is not finite, the first non-finite value', strict,
+                      warnings.append)
+        if mode != 'backward':
+            return values, None
+        if tensors.shape_of(values[graph.output]):
+            raise UsageError(f'the output has shape {tensors.shown(tensors.shape_of(values[graph.output]))}: '
+                             'a gradient needs a single number, so take sum(...) or mean(...) '
+                             "of it, or draw the values alone with mode='forward'")
+        return values, tensors.gradients(graph, values)
+    values = forward(graph, inputs)
+    bad = first_nonfinite(values)
+    if bad is not None:
+        numerical(f'{where(graph, bad)} is {values[bad]!r}, the first non-finite value',
+                  strict, warnings.append)
+    return values, backward(graph, values) if mode == 'backward' else None
+
+
 def _whole(graph, values, grads, mode, rankdir, look, collapse, max_nodes):
     """The whole picture, as render's command line draws it (cli/render._picture),
     refused past max_nodes drawn nodes or SPREAD times as many to lay out."""
@@ -372,9 +390,10 @@ def _whole(graph, values, grads, mode, rankdir, look, collapse, max_nodes):
 
 def _frame(graph, values, grads, step, rankdir, look, forward_steps):
     """Frame `step` of the pass, caption included (render --step N)."""
+    from .pictures.dot import frame_fit
     from .pictures.steps import step_pictures
     pictures = step_pictures(graph, values, grads, rankdir=rankdir or 'LR', look=look,
-                             forward=forward_steps)
+                             forward=forward_steps, fit=frame_fit(graph, look, rankdir))
     if not pictures:
         raise UsageError('the output depends on no variable, so no gradient flows back and '
                          'there are no steps to show')
@@ -388,9 +407,9 @@ class Result:
     `inputs` and `warnings`. Jupyter shows the interactive page (`_repr_html_`,
     in a frame), or where the page cannot be made, the picture (`_repr_svg_`)."""
 
-    def __init__(self, program, value, gradient, inputs, warnings, arrays=False):
+    def __init__(self, program, value, gradient, inputs, warnings):
         self.program, self.value, self.gradient = program, value, gradient
-        self.inputs, self.warnings, self._arrays = inputs, warnings, arrays
+        self.inputs, self.warnings = inputs, warnings
 
     def __repr__(self):
         shown = f'value={self.value!r}'
@@ -404,13 +423,9 @@ class Result:
         return self.program.render(self.inputs, **dict(dict(mode=mode), **options))
 
     def _repr_svg_(self):
-        if self._arrays:   # pictures take numbers only, so far: Jupyter shows the text
-            return None
         return self.picture()._repr_svg_()
 
     def _repr_html_(self):
-        if self._arrays:
-            return None
         try:
             page = self.program.page(self.inputs)
         except AdgradError:   # an op the page cannot compute (erf): Jupyter shows the SVG

@@ -11,8 +11,10 @@ import math
 import re
 import shutil
 import tempfile
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from autodiff_cli.cli.main import main
@@ -82,6 +84,25 @@ def test_hostile_names_cannot_break_the_page():
 def test_an_op_the_page_cannot_compute_is_refused(tmp_path, capsys):
     assert main(['render', 'erf(x)', 'x=1', '-o', str(tmp_path / 'p.html')]) == 2
     assert "cannot compute 'erf'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize('argv, message', [
+    (['sum(A @ A)', 'A=' + str([[1.0] * 80] * 80)], 'at most 5000 numbers'),
+    (['sum(A @ A @ A)', 'A=' + str([[1.0] * 30] * 30)], 'at most 20000 steps'),
+    (['s * det(A)', 's=1', 'A=[[1, 2], [3, 4]]'], 'cannot write det entry by entry')])
+def test_an_array_program_the_page_cannot_compute_is_refused_in_one_line(argv, message, capsys,
+                                                                         tmp_path):
+    assert main(['render', *argv, '-o', str(tmp_path / 'p.html')]) == 2
+    err = capsys.readouterr().err
+    assert err.count('\n') == 1 and message in err and 'Traceback' not in err, err
+
+
+@needs_dot
+def test_an_array_programs_page_is_the_same_bytes_each_time_and_not_large(tmp_path):
+    argv = ['-f', str(ROOT / 'samples' / 'mlp_xor.ad'), '--data', str(ROOT / 'samples' / 'xor.csv')]
+    first = page_of(tmp_path, *argv).read_bytes()
+    assert page_of(tmp_path, *argv).read_bytes() == first
+    assert len(first) < 1_000_000          # 60 points through a network of 8 neurons
 
 
 # ---- in a real browser ----
@@ -178,6 +199,86 @@ def test_an_unrolled_array_program_recomputes_in_the_browser_as_grad_of_its_arra
         assert got[f'd_V[0,{k}]'] == pytest.approx(expected['gradient']['V'][0][k], rel=1e-12)
 
 
+SVG = '{http://www.w3.org/2000/svg}'
+
+
+def drawn_texts(page):
+    """{node-nI or grad-K: its texts}, as Python drew the picture into the page,
+    before any script ran."""
+    text = page.read_text(encoding='utf-8')
+    svg = ET.fromstring(text[text.index('<svg'):text.index('</svg>') + len('</svg>')])
+    return {g.get('id'): [''.join(t.itertext()) for t in g.iter(f'{SVG}text')]
+            for g in svg.iter(f'{SVG}g') if g.get('id', '').startswith(('node-n', 'grad-'))}
+
+
+def drawn_fills(page):
+    text = page.read_text(encoding='utf-8')
+    svg = ET.fromstring(text[text.index('<svg'):text.index('</svg>') + len('</svg>')])
+    return {g.get('id'): next(s.get('fill') for s in g if s.tag in (
+        f'{SVG}polygon', f'{SVG}ellipse', f'{SVG}path')) for g in svg.iter(f'{SVG}g')
+        if g.get('id', '').startswith('node-n')}
+
+
+def shown_texts(driver):
+    return driver.execute_script(
+        'var out = {};'
+        'document.querySelectorAll("#graph g[id^=node-n], #graph g[id^=grad-]").forEach('
+        '  function (g) { out[g.id] = Array.from(g.querySelectorAll("text")).map('
+        '    function (t) { return t.textContent; }); });'
+        'return out;')
+
+
+def shown_fills(driver):
+    return driver.execute_script(
+        'var out = {};'
+        'document.querySelectorAll("#graph g[id^=node-n]").forEach(function (g) {'
+        '  out[g.id] = g.querySelector("polygon, ellipse, path").getAttribute("fill"); });'
+        'return out;')
+
+
+B = str([[0.5, -1, 2, 0.25], [1, 0, -0.5, 3], [-2, 1.5, 1, -1], [0.75, 2, -0.25, 1]])
+MATRICES = ['sum(tanh(s * A) @ x) + norm(s * B)', 's=0.5', 'A=[[1, 2], [3, 4]]', 'x=[1, -1]',
+            f'B={B}']
+ARRAY_PAGES = [   # (argv, its sliders, the one moved, to where)
+    (['-f', 'samples/mlp.ad'], ['target', 'c'], 'c', -0.3),     # x[1] is an array: no slider
+    (MATRICES, ['s'], 's', -1.25),                              # a vector, 4 and 16 entries
+    (MATRICES + ['--color', 'magnitude'], ['s'], 's', 8.0),     # tanh'(8 * A) vanishes
+]
+
+
+@needs_dot
+@pytest.mark.parametrize('argv, sliders, name, value', ARRAY_PAGES,
+                         ids=['mlp', 'matrices', 'magnitude'])
+def test_an_array_programs_page_moved_to_a_point_shows_what_the_page_made_there_shows(
+        browser, tmp_path, capsys, monkeypatch, argv, sliders, name, value):
+    """A slider per input that is a number; every preview, value and gradient,
+    on nodes and edges, recomputed in the page as Python draws it at that point,
+    and the table's numbers those of grad."""
+    monkeypatch.chdir(ROOT)
+    start = page_of(tmp_path, *argv)
+    browser.get(start.as_uri())
+    names = [e.get_attribute('textContent') for e in
+             browser.find_elements('css selector', '#inputs label code')]
+    assert names == sliders
+    before = shown_texts(browser)
+    set_input(browser, names.index(name), value)
+    there = tmp_path / 'there'
+    there.mkdir()
+    moved = [a for a in argv if not a.startswith(f'{name}=')] + [f'{name}={value!r}']
+    made = page_of(there, *moved)
+    assert shown_texts(browser) == drawn_texts(made) != before
+    if '--color' in argv:
+        assert shown_fills(browser) == drawn_fills(made) != drawn_fills(start)
+    expected = grad_json(capsys, *(a for a in moved if a not in ('--color', 'magnitude')))
+    got = {r.find_elements('tag name', 'td')[0].text: json.loads(r.find_elements(
+        'tag name', 'td')[1].text) for r in browser.find_elements('css selector', '#exact tr')}
+    assert got.pop('value') == pytest.approx(expected['value'], rel=1e-13)
+    assert {k[2:] for k in got} == set(expected['gradient'])
+    for variable, gradient in expected['gradient'].items():
+        assert np.ravel(got[f'd_{variable}']) == pytest.approx(np.ravel(gradient), rel=1e-12,
+                                                               abs=1e-300), variable
+
+
 def slide(driver, k, *keys):
     """Move input k's slider with the keyboard, as a user would; its new value."""
     from selenium.webdriver.common.keys import Keys
@@ -236,7 +337,7 @@ def test_magnitude_colours_follow_the_slider(browser, tmp_path, capsys):
     d_x = grad_json(capsys, '-f', path, f'x={x!r}')['gradient']['x']
     assert 0 < abs(d_x) < 1e-6                            # vanished further
     assert fill() == scale_color(math.log10(abs(d_x))) != before != NONFINITE_FILL
-    assert node_texts(browser, 0)[-1] == f'∂z/∂x = {number(d_x)}  (vanishing)'
+    assert node_texts(browser, 0)[-1] == f'∂z/∂x = {number(d_x)} \xa0(vanishing)'   # as dot writes two spaces
     x = slide(browser, 0, 'HOME')                         # x = -1.5: less vanished
     d_x = grad_json(capsys, '-f', path, f'x={x!r}')['gradient']['x']
     assert fill() == scale_color(math.log10(abs(d_x)))

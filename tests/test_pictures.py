@@ -19,7 +19,7 @@ from autodiff_cli.pictures.collapse import collapse
 from autodiff_cli.pictures.health import diagnose, explain
 from autodiff_cli.pictures.layout import picture_size, unviewable
 from autodiff_cli.pictures.render import render
-from autodiff_cli.pictures.style import Look
+from autodiff_cli.pictures.style import OVAL, Look
 from autodiff_cli.pictures.steps import forward_steps
 
 from tests.helpers import run_main, scalar_samples
@@ -61,7 +61,8 @@ def smallest_font(svg):
     ['-f', 'samples/deep.ad', '--collapse', 'blocks'],
     ['-f', 'samples/deep.ad', '--collapse', 'blocks', '--color', 'magnitude'],
     ['-f', 'samples/product.ad'], ['-f', 'samples/blocks.ad'],
-    ['-f', 'samples/blocks.ad', '--collapse', 'blocks'], ['-f', 'samples/neuron.ad']],
+    ['-f', 'samples/blocks.ad', '--collapse', 'blocks'], ['-f', 'samples/neuron.ad'],
+    ['-f', 'samples/mlp.ad'], ['-f', 'samples/mlp.ad', '--unroll']],   # compact, boxes and all
     ids=lambda argv: ' '.join(argv[1:]))
 def test_fits_a_16_9_slide_with_12_point_text(argv, tmp_path, monkeypatch):
     monkeypatch.chdir(ROOT)
@@ -232,12 +233,17 @@ def test_no_edge_label_sits_on_another_arrow(argv, tmp_path, monkeypatch):
 
 
 @needs_dot
-def test_the_legends_input_swatch_is_an_oval(tmp_path, monkeypatch):
+@pytest.mark.parametrize('argv', [['-f', 'samples/product.ad'],
+                                  ['-f', 'samples/deep.ad', '--collapse', 'blocks', '--color',
+                                   'magnitude']],   # under a wider row: the scale's
+                         ids=['product', 'magnitude'])
+def test_the_legends_input_swatch_is_an_oval(argv, tmp_path, monkeypatch):
     """Inputs are ovals, so the legend's swatch for them is one: rows of the
     fill, widest in the middle and narrowing smoothly to the top and bottom
-    (a pill would keep its full width down its straight sides)."""
+    (a pill would keep its full width down its straight sides), as wide as
+    drawn, not stretched by a wider row of the legend under it."""
     monkeypatch.chdir(ROOT)
-    root = ET.fromstring(svg_of(tmp_path, '-f', 'samples/product.ad'))
+    root = ET.fromstring(svg_of(tmp_path, *argv))
     rows = {}
     for shape in root.iter(f'{SVG}polygon'):
         if shape.get('fill') in ('#eff6ff', '#2563eb') and shape.get('stroke') == 'transparent':
@@ -254,6 +260,7 @@ def test_the_legends_input_swatch_is_an_oval(tmp_path, monkeypatch):
     assert all(a <= b for a, b in zip(widths[:middle], widths[1:middle + 1]))
     assert all(a >= b for a, b in zip(widths[middle:], widths[middle + 1:]))
     assert max(widths) > 1.8 * (len(widths))       # wider than tall: an oval, not a circle
+    assert max(widths) <= OVAL[0] + 1               # 36 pt, stretched to 52 under the scale
 
 
 @needs_dot
@@ -467,6 +474,33 @@ def test_one_step_as_a_png_for_a_slide(tmp_path):
     text = svg.read_text()
     assert 'Step 3 of 5: ∂f/∂z = ∂f/∂f · ∂(x * y * z)/∂z = 1 · (x * y) = 1 · 6 = 6' in text and 'forward: values' not in text
     assert smallest_font(text) >= 18
+
+
+ARRAY_STEPS = {   # each array sample's frames, in the view --steps draws (no --collapse)
+    'mlp': ['-f', 'samples/mlp.ad'],
+    'mlp unrolled': ['-f', 'samples/mlp.ad', '--unroll'],
+    'softmax_regression': ['-f', 'samples/softmax_regression.ad', '--data',
+                           'samples/softmax_regression.csv'],
+    'least_squares': ['-f', 'samples/least_squares.ad', '--data', 'samples/least_squares.csv'],
+    'mlp_xor': ['-f', 'samples/mlp_xor.ad', '--data', 'samples/xor.csv'],
+}
+
+
+@needs_dot
+@pytest.mark.parametrize('name', ARRAY_STEPS)
+def test_every_step_frame_of_an_array_sample_fits_a_slide(name, tmp_path, monkeypatch):
+    """Each PNG frame, caption included, at most 1920 x 1080 px, all of one
+    height (a caption pads to the series' longest), and a frame's text 12 pt."""
+    monkeypatch.chdir(ROOT)
+    folder = tmp_path / 'frames'
+    assert main(['render', *ARRAY_STEPS[name], '--steps', str(folder), '--format', 'png']) == 0
+    sizes = [tuple(int.from_bytes(png.read_bytes()[at:at + 4], 'big') for at in (16, 20))
+             for png in sorted(folder.glob('step-*.png'))]
+    assert len(sizes) > 5 and all(w <= 1920 and h <= 1080 for w, h in sizes), (name, sizes)
+    assert len({h for _, h in sizes}) == 1, sizes
+    last = len(sizes)                          # an input: its caption sums the most terms
+    svg = svg_of(tmp_path, *ARRAY_STEPS[name], '--step', str(last))
+    assert smallest_font(svg) >= 12 and f'Step {last} of {last}' in svg
 
 
 @needs_dot

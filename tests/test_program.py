@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from autodiff_cli import AdgradError, Program
+from autodiff_cli.pictures.text import number
 from autodiff_cli.errors import CheckFailed, NumericalError
 from tests.helpers import run_main
 
@@ -104,7 +105,6 @@ def test_arrays_are_given_as_python_values_or_as_text():
     assert np.array_equal(result.gradient['x'], 2 * A.T @ r)          # [-21, -30]
     assert np.array_equal(result.gradient['b'], -2 * r)               # [3, 6]
     assert np.array_equal(Program('[[1, 2], [3, 4]] @ x').eval(x=(1, -1)).value, [-1, -1])
-    assert result._repr_svg_() is None and result._repr_html_() is None   # no picture, so far
     checked = program.check(A=A, x=x, b=b)
     assert checked.ok and [(row.what, row.ad) for row in checked.rows[:4]] == \
         [('A[0,0]', -3.0), ('A[0,1]', 3.0), ('A[1,0]', -6.0), ('A[1,1]', 6.0)]   # 2 r x^T
@@ -121,7 +121,8 @@ def test_arrays_are_given_as_python_values_or_as_text():
     (lambda: Program('2*x').grad(x='@w.npy'), 'reads a file'),
     (lambda: Program('[1, 2]*x').grad(x=1), 'grad needs a scalar output'),
     (lambda: Program('sum(x)').diff(), 'Program.diff takes programs of numbers only'),
-    (lambda: Program('sum(x)').render(x=[1, 2]), 'Program.render takes programs of numbers'),
+    (lambda: Program('A @ x').render(A=[[1, 2], [3, 4]], x=[1, 2]), 'a gradient needs a single'),
+    (lambda: Program('x*y').render(x=1, y=2, unroll=True), 'unroll writes an array program'),
 
     (lambda: Program('x +'), 'unexpected end of input'),
     (lambda: Program('sinn(x)'), "did you mean 'sin'"),
@@ -199,6 +200,38 @@ def test_render_draws_the_commands_picture(program, argv, options):
     picture = Program(program).render(**values, **options)
     svg = run_main(['render', program, *argv, '-o', '-'])
     assert svg.code == 0 and picture.data('svg').decode('utf-8') == svg.out
+
+
+MLP = ROOT / 'samples' / 'mlp.ad'
+
+
+@needs_dot
+@pytest.mark.parametrize('options, argv', [
+    ({}, []), ({'collapse': 'blocks'}, ['--collapse', 'blocks']), ({'unroll': True}, ['--unroll']),
+    ({'step': 4}, ['--step', '4']), ({'mode': 'forward', 'c': -0.3}, ['--pass', 'forward', 'c=-0.3']),
+], ids=['arrays', 'collapsed', 'unrolled', 'step', 'forward'])
+def test_an_array_program_renders_as_the_command_does(options, argv):
+    picture = Program(MLP.read_text()).render(**options)
+    svg = run_main(['render', '-f', str(MLP), *argv, '-o', '-'])
+    assert svg.code == 0 and picture.data('svg').decode('utf-8') == svg.out
+
+
+@needs_dot
+def test_an_array_programs_result_shows_its_picture_and_its_page():
+    """Jupyter's reprs of an array program: the picture of its tensors, and the
+    page with a slider for each input that is a number (c and target)."""
+    program = Program(MLP.read_text())
+    result = program.grad(c=-0.3)
+    svg = result._repr_svg_()
+    assert svg == run_main(['render', '-f', str(MLP), 'c=-0.3', '-o', '-']).out
+    texts = [html.unescape(t) for t in re.findall(r'<text[^>]*>([^<]*)</text>', svg)]
+    assert 'W1 \xa0[4,1]' in texts                    # dot writes two spaces so
+    assert f'[{number(result.gradient["x"][0])}]' in texts   # compact: value │ gradient
+    page = html.unescape(re.search(r'srcdoc="([^"]*)"', result._repr_html_())[1])
+    assert page == run_main(['render', '-f', str(MLP), 'c=-0.3', '--format', 'html',
+                             '-o', '-']).out
+    assert re.findall(r'<label for="n\d+"><code>(\w+)</code>', page) == ['target', 'c']
+    assert program._repr_svg_() == run_main(['render', '-f', str(MLP), '-o', '-']).out
 
 
 @needs_dot

@@ -139,10 +139,6 @@ def run_render(args, env):
         if mode == 'structure' and len(missing) < len(graph.inputs):
             warn(f"no value for '{missing[0]}': drawing the structure only "
                  f'(give every variable a value to see values and gradients)')
-    from ..core.graph import is_array_program
-    if is_array_program(graph, values_in) and fmt == 'html':
-        raise UsageError('the interactive page takes programs of numbers only, so far: '
-                         'add --unroll to make it of a small array program entry by entry')
     values = grads = None
     if mode != 'structure':
         values, grads = _passes(graph, values_in, mode == 'backward', warn)
@@ -185,15 +181,7 @@ def run_render(args, env):
 
 def _unrolled(graph, values_in):
     """--unroll: the array program as its graph of numbers (pictures/unroll.py)."""
-    from ..core.graph import is_array_program
     from ..pictures.unroll import unroll
-    if not is_array_program(graph, values_in):
-        raise UsageError('--unroll writes an array program entry by entry; this one is of '
-                         'numbers already')
-    missing = [name for name in graph.inputs if name not in values_in]
-    if missing:
-        raise UsageError(f"--unroll needs a value for every input, and '{missing[0]}' has "
-                         'none: give it as NAME=VALUE')
     return unroll(graph, values_in)
 
 
@@ -282,7 +270,8 @@ def _one_step(graph, values, grads, args, look, fmt, warn):
     """Step N of the pass as one picture, caption included (for a slide)."""
     from ..pictures.steps import step_pictures
     pictures = step_pictures(graph, values, grads, rankdir=args.rankdir or 'LR', look=look,
-                             forward=args.forward_steps, fit=_frame_fit(graph, args, look))
+                             forward=args.forward_steps,
+                             fit=_dot.frame_fit(graph, look, args.rankdir))
     if not pictures:
         raise UsageError(_NO_STEPS)
     if args.step > len(pictures):
@@ -295,14 +284,6 @@ def _one_step(graph, values, grads, args, look, fmt, warn):
     if fmt in LAYOUT_FORMATS:
         _check_viewable(data, fmt)
     return data
-
-
-def _frame_fit(graph, args, look):
-    """How a step series chooses its one layout (dot.fitted), where render
-    would fit the whole picture: no --size given, and a graph dot lays out fast."""
-    if look.size is not None or len(graph.nodes) > FIT_NODES:
-        return None
-    return lambda draw: _dot.fitted(draw, look, args.rankdir)
 
 
 _NO_STEPS = ('the output depends on no variable, so no gradient flows back and '
@@ -385,9 +366,9 @@ def _step_files(graph, values, grads, args, look, fmt='svg'):
     # An SVG frame sits on the page, which shows the caption; a PNG or PDF
     # frame is for a slide and carries its own.
     baked = fmt != 'svg'
-    pictures = step_pictures(graph, values, grads, rankdir=args.rankdir or 'LR',
-                             look=look._replace(caption=baked), forward=forward_steps,
-                             fit=_frame_fit(graph, args, look._replace(caption=baked)))
+    look = look._replace(caption=baked)
+    pictures = step_pictures(graph, values, grads, rankdir=args.rankdir or 'LR', look=look,
+                             forward=forward_steps, fit=_dot.frame_fit(graph, look, args.rankdir))
     if not pictures:
         raise UsageError(_NO_STEPS)
     files = {}

@@ -126,6 +126,13 @@ _MIRRORED = {name: _BY_SYMBOL[symbol.translate(str.maketrans('<>', '><'))]
              for symbol, name in _BY_SYMBOL.items() if set(symbol) & set('<>')}
 
 
+def written(op, arguments, table=ADGRAD):
+    """(text, precedence) of `op` applied to arguments given as (text,
+    precedence) pairs, as `table` writes it: parenthesized where needed."""
+    template = table[op]
+    return _fill(template, arguments), template.precedence
+
+
 def _fill(template, texts):
     """The template with each slot replaced by its argument, parenthesized
     where the argument binds more loosely than the slot allows."""

@@ -48,8 +48,9 @@ def fitted(draw, look, rankdir=None, seconds=FIT_SECONDS, compact=True):
     """The picture that fits a 16:9 slide, measured rather than guessed.
     `draw(rankdir, look)` styles one scene. In order: as drawn; wrapped onto
     rows; top to bottom, unless `rankdir` was given; folded into strips; then
-    each again compact, and merged, unless `compact` is False (boxes need room).
-    The first that fits a slide whole; else the least tall of those a slide
+    each again compact, and merged; where `compact` is False (block boxes, whose
+    calls' steps a compact picture names by the block's parameters), only if
+    that fits. The first that fits a slide whole; else the least tall of those a slide
     wide and at most TALLEST times as tall; else the one that needs the least
     shrinking (a tangle folded into a strip a hundred inches tall helps no one)."""
     from .layout import picture_size
@@ -60,13 +61,14 @@ def fitted(draw, look, rankdir=None, seconds=FIT_SECONDS, compact=True):
         ways.append(('TB', dict(width=None), False))
     ways.append((direction, dict(fold=True), True))
     tries = [(d, look._replace(**changes), again) for d, changes, again in ways]
-    if compact:   # compact, then also each unnamed step drawn in its use
-        tries += [(d, look._replace(compact=True, merged=merged, **changes), again)
-                  for merged in (False, True) for d, changes, again in ways]
+    # compact, then also each unnamed step drawn in its use
+    tries += [(d, look._replace(compact=True, merged=merged, **changes), again)
+              for merged in (False, True) for d, changes, again in ways]
     tall = best = None
     seen = set()
     while tries and len(seen) < 16:
         direction, dressed, again = tries.pop(0)
+        whole_only = dressed.compact and not compact
         picture = draw(direction, dressed)
         if picture.source in seen:
             continue
@@ -78,6 +80,8 @@ def fitted(draw, look, rankdir=None, seconds=FIT_SECONDS, compact=True):
         width, height = measured[:2] if measured else (0.0, 0.0)
         if width <= SLIDE_WIDTH and height <= SLIDE_HEIGHT:
             return picture
+        if whole_only:
+            continue
         shrink = max(width / SLIDE_WIDTH, height / SLIDE_HEIGHT)
         if width <= SLIDE_WIDTH and height <= TALLEST * max(width, SLIDE_HEIGHT) and (
                 tall is None or shrink < tall[0]):
@@ -90,3 +94,12 @@ def fitted(draw, look, rankdir=None, seconds=FIT_SECONDS, compact=True):
     if tall is not None:
         return tall[1]
     return best[1] if best is not None else draw(rankdir or 'LR', look)
+
+
+def frame_fit(graph, look, rankdir=None):
+    """How a step series chooses its one layout (fitted, from its last frame),
+    where a whole picture would be fitted: no size given, and a graph dot lays
+    out fast; else None, each frame as drawn."""
+    if look.size is not None or len(graph.nodes) > FIT_NODES:
+        return None
+    return lambda draw: fitted(draw, look, rankdir)

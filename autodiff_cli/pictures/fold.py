@@ -120,6 +120,17 @@ def merge_sums(drawn, everything=False):
     draws a neuron's weighted sum: a `+` used only by the `+` after it, and
     named by no binding, is drawn as part of it (`everything`: any op so
     used, into any op). Each argument's edge keeps the gradient it carried."""
+    stands_for = drawn_as(drawn, everything)
+    if not stands_for:
+        return drawn
+    links = merge_links(drawn.links, lambda i: stands_for.get(i, i))
+    return drawn._replace(items=[item for item in drawn.items if item.id not in stands_for],
+                          links=links)
+
+
+def drawn_as(drawn, everything=False):
+    """{id: the id of the node that draws it} for each node merge_sums draws
+    as part of another (a step of a pass is shown on that node)."""
     items = {item.id: item for item in drawn.items}
     users = {}
     for link in drawn.links:
@@ -135,10 +146,6 @@ def merge_sums(drawn, everything=False):
                 and user.block == item.block \
                 and user.live == item.live:
             stands_for[item.id] = user.id
-    if not stands_for:
-        return drawn
     for i in reversed(list(stands_for)):   # each part to the last sum of its chain
         stands_for[i] = stands_for.get(stands_for[i], stands_for[i])
-    links = merge_links(drawn.links, lambda i: stands_for.get(i, i))
-    return drawn._replace(items=[item for item in drawn.items if item.id not in stands_for],
-                          links=links)
+    return stands_for

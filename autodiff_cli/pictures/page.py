@@ -29,6 +29,7 @@ from .scene import EPSILON
 from .steps import script_json
 from .style import (BLOCKED, BLOCKED_TEXT, INK, NONFINITE, NONFINITE_FILL, SCALE, Look, darker,
                     style)
+from .preview import grid, is_array
 from .text import number
 
 # Rows whose JavaScript is a helper of their own, called as ad_NAME.
@@ -117,13 +118,59 @@ def program(graph):
     refs = {
         'values': [slot(v) for v in values],
         'grads': [None if g is None or not live[i] else slot(g) for i, g in enumerate(grads)],
-        'flows': [],
+        'flows': [], 'output': slot(values[graph.output]),
     }
     for i in sorted(flows):
         for a, flow in zip(graph.nodes[i].args, flows[i]):
             if flow is not None and live[a]:
                 refs['flows'].append(slot(flow))
     return '\n    '.join(lines), constants, refs, len(tape.nodes)
+
+
+# The page computes an array program entry by entry (unroll.entries): past
+# these, the page would be megabytes of code, and slow to move.
+MOST_NUMBERS = 5000    # entries of every array of the program, as --unroll counts them
+MOST_STEPS = 20000     # nodes of the program entry by entry
+
+
+def array_program(graph, point, drawn):
+    """program() of an array program written entry by entry, and where each
+    array the picture shows lives in t[]: {shape, slots}, a number's one slot.
+    An edge's gradient is that of its use's copies; an input's, its entries'."""
+    import numpy as np
+    from .unroll import entries
+    numbers, at, ids, uses = entries(graph, point, MOST_NUMBERS)
+    if len(numbers.nodes) > MOST_STEPS:
+        raise UsageError(f'the interactive page computes an array program entry by entry, '
+                         f'in at most {MOST_STEPS} steps, and this one takes '
+                         f'{len(numbers.nodes)}: draw a picture instead (--format svg)')
+    code, constants, scalar, size = program(numbers)
+    constants.append(0.0)                 # an entry no gradient reaches
+    zero = -len(constants)
+
+    def where(found, which):
+        slots = [scalar[which][e] for e in found.ravel().tolist()]
+        if which == 'grads' and all(s is None for s in slots):
+            slots = [zero] * len(slots)
+        slots = [zero if s is None else s for s in slots]
+        return slots[0] if found.ndim == 0 else {'shape': list(found.shape), 'slots': slots}
+
+    places = []                           # each edge's (node, argument position), as scene()'s
+    for i, node in enumerate(graph.nodes):
+        places += [(i, p) for p, a in enumerate(node.args) if graph.nodes[a].op != 'static']
+    refs = {
+        'values': [where(ids[item.id], 'values') for item in drawn.items],
+        'grads': [where(ids[item.id], 'grads') if item.live else None for item in drawn.items],
+        'flows': [where(uses[place], 'grads') for place, link in zip(places, drawn.links)
+                  if link.grad is not None],
+        'output': where(ids[graph.output], 'values'),
+    }
+    names = list(numbers.inputs)
+    inputs = {'names': names, 'start': [_constant(at[n]) for n in names],
+              'sliders': [names.index(n) for n, i in graph.inputs.items()
+                          if np.ndim(point[n]) == 0],
+              'grads': [where(ids[i], 'grads') for i in graph.inputs.values()]}
+    return code, constants, refs, size, inputs
 
 
 def _slider(name, value, k):
@@ -140,32 +187,54 @@ def _slider(name, value, k):
 
 
 def interactive_page(graph, point, look=None, rankdir='LR', layout=None):
-    """The page as bytes. `point` is {variable: value} (every input has one)."""
+    """The page as bytes. `point` is {variable: value} (every input has one);
+    an array program has a slider for each input that is a number."""
+    from ..core.graph import is_array_program
     look = (look or Look())._replace(ids=True)
-    values = forward(graph, point)
-    grads = backward(graph, values)
+    arrays = is_array_program(graph, point)
+    if arrays:
+        from ..core import tensors
+        values = tensors.evaluate(graph, point)
+        if tensors.shape_of(values[graph.output]):
+            raise UsageError('the interactive page shows the gradient of one number: take '
+                             'sum(...) or mean(...) of the output')
+        grads = tensors.gradients(graph, values)
+    else:
+        values = forward(graph, point)
+        grads = backward(graph, values)
     drawn = drawing(graph, values, grads, look=look, folds=False)   # a node per tape entry
-    digraph = style(drawn, 'backward', rankdir, None, look)
-    svg = layout(digraph).decode('utf-8')
+    if arrays:
+        code, constants, refs, size, inputs = array_program(graph, point, drawn)
+    else:
+        code, constants, refs, size = program(graph)
+        inputs = {'names': list(graph.inputs), 'sliders': list(range(len(graph.inputs))),
+                  'start': [_constant(float(point[n])) for n in graph.inputs],
+                  'grads': [refs['grads'][i] for i in graph.inputs.values()]}
+    # Laid out once the code is made: what the page cannot compute costs no dot.
+    svg = layout(style(drawn, 'backward', rankdir, None, look)).decode('utf-8')
     svg = svg[svg.index('<svg'):]              # no XML prolog inside HTML
-    code, constants, refs, size = program(graph)
     rows = _label_rows(drawn, look)
-    names = list(graph.inputs)
+    place = {item.id: k for k, item in enumerate(drawn.items)}   # static arguments are no items
+    names = [inputs['names'][k] for k in inputs['sliders']]
     data = {
-        'names': names, 'start': [_constant(float(point[n])) for n in names],
+        'names': names, 'sliders': inputs['sliders'], 'start': inputs['start'],
         'constants': constants, 'refs': refs, 'rows': rows, 'f': drawn.f,
+        'ids': [item.id for item in drawn.items],
         'symbols': [item.symbol for item in drawn.items],
         'flowEdges': [k for k, link in enumerate(l for l in drawn.links if l.grad is not None)],
-        'output': refs['values'][graph.output],
-        'inputGrads': [refs['grads'][graph.inputs[name]] for name in names],
+        'output': refs['output'],
+        'exactNames': list(graph.inputs), 'inputGrads': inputs['grads'],
         # Each flowing edge's ends, to tell rounding noise from a gradient
         # (render._mark_cancelling, again at each point): shown as ≈0.
-        'flowEnds': [[link.src, link.dst] for link in drawn.links if link.grad is not None],
+        'flowEnds': [[place[link.src], place[link.dst]] for link in drawn.links
+                     if link.grad is not None],
         'epsilon': EPSILON,
         'magnitude': look.color == 'magnitude',
         'colors': _colors(),
     }
     sliders = '\n'.join(_slider(name, float(point[name]), k) for k, name in enumerate(names))
+    if arrays and not names:
+        sliders = '<p>The program has no input that is a single number: no sliders.</p>'
     output = next(item for item in drawn.items if item.id == graph.output)
     title = html.escape(output.expr or output.title)
     page = _PAGE.format(title=title, sliders=sliders, svg=svg, data=script_json(data),
@@ -187,16 +256,29 @@ def _colors():
 
 def _label_rows(drawn, look):
     """For each node, the positions of its value and gradient among its label's
-    lines (as style._label lays them out), or null where it has none."""
+    lines (as style._label lays them out), or null where it has none. An
+    array's is [line, form]: one 'line', a 'grid' of every entry a text (the
+    gradient's after a line of its own, ∂f/∂W), or a 'summary' line likewise."""
     rows = []
     for item in drawn.items:
         k = 1 + (1 if item.expr else 0)
-        value = None
-        if not (item.kind == 'const' and item.title == number(item.value)):
+        value = grad = None
+        if is_array(item.value):
+            if item.kind != 'const' or item.title[:1] != '[':
+                value = [k, _form(item.value)]
+                k += 1 if value[1] != 'grid' else item.value.size
+        elif not (item.kind == 'const' and item.title == number(item.value)):
             value, k = k, k + 1
-        grad = k if item.live else None
+        if item.live:
+            grad = [k, _form(item.grad)] if is_array(item.grad) else k
         rows.append([value, grad])
     return rows
+
+
+def _form(x):
+    """How style._array_rows shows an array: on one line, as a grid, or summed up."""
+    cells = grid(x)
+    return 'summary' if cells is None else 'line' if len(cells) == 1 else 'grid'
 
 
 _PAGE = """<!DOCTYPE html>
@@ -259,8 +341,52 @@ _PAGE = """<!DOCTYPE html>
     {code}
   }}
   function at(slot) {{ return slot < 0 ? c[-slot - 1] : t[slot]; }}
+  // An array is {{shape, slots}}: its entries' places in t[] or c[], row-major.
+  function each(ref) {{ return ref.slots.map(at); }}
+  function norm(v) {{
+    var s = 0;
+    for (var j = 0; j < v.length; j++) s += v[j] * v[j];
+    return Math.sqrt(s);
+  }}
+  function summary(v) {{   // as preview.summary; NumPy's min and max are nan if an entry is
+    var low = Infinity, high = -Infinity;
+    for (var j = 0; j < v.length; j++) {{
+      if (v[j] !== v[j]) {{ low = high = NaN; break; }}
+      low = Math.min(low, v[j]); high = Math.max(high, v[j]);
+    }}
+    return 'min ' + number(low) + ', max ' + number(high) + ', norm ' + number(norm(v));
+  }}
+  function line(ref, v) {{   // [a, b]; a matrix of one row [[a, b]]
+    var text = '[' + v.map(number).join(', ') + ']';
+    return ref.shape.length === 2 ? '[' + text + ']' : text;
+  }}
+  function short(ref) {{   // as preview.short, for an edge
+    if (typeof ref === 'number') return number(at(ref));
+    var v = each(ref);
+    return ref.shape.length === 1 && v.length <= 3 ? line(ref, v) : 'norm ' + number(norm(v));
+  }}
+  function size(ref) {{   // as --color magnitude judges a gradient: an array by its norm
+    return typeof ref === 'number' ? at(ref) : norm(each(ref));
+  }}
+  function put(texts, k, text) {{ if (texts[k]) texts[k].textContent = text; }}
+  function show(texts, place, ref, head) {{   // an array's value (no head) or gradient
+    var v = each(ref), k = place[0];
+    if (place[1] === 'line') return put(texts, k, head + line(ref, v));
+    if (head) put(texts, k++, head.replace(/ = $/, ''));
+    if (place[1] === 'summary') put(texts, k, summary(v));
+    else v.forEach(function (e, j) {{ put(texts, k + j, number(e)); }});
+  }}
+  function nested(ref) {{   // every entry in full, in lists as its shape nests them
+    var v = each(ref).map(full), shape = ref.shape;
+    for (var d = shape.length - 1; d >= 0; d--) {{
+      var grouped = [];
+      for (var j = 0; j < v.length; j += shape[d]) grouped.push('[' + v.slice(j, j + shape[d]).join(', ') + ']');
+      v = grouped;
+    }}
+    return v[0];
+  }}
   var nodes = data.rows.map(function (row, i) {{
-    var group = document.getElementById('node-n' + i);
+    var group = document.getElementById('node-n' + data.ids[i]);
     return group ? group.querySelectorAll('text') : [];
   }});
   var edges = data.flowEdges.map(function (k) {{
@@ -270,12 +396,12 @@ _PAGE = """<!DOCTYPE html>
   var exact = document.querySelector('#exact tbody');
   function cancelling() {{   // as the picture marks rounding noise of terms that cancel
     var total = data.rows.map(function () {{ return 0; }}), count = total.slice();
-    data.refs.flows.forEach(function (slot, k) {{
-      var g = at(slot), src = data.flowEnds[k][0];
+    data.refs.flows.forEach(function (slot, k) {{   // numbers only, as scene._mark_cancelling
+      var g = typeof slot === 'number' ? at(slot) : NaN, src = data.flowEnds[k][0];
       if (isFinite(g)) {{ total[src] += Math.abs(g); count[src] += 1; }}
     }});
     return data.rows.map(function (row, i) {{
-      if (data.refs.grads[i] === null) return false;
+      if (typeof data.refs.grads[i] !== 'number') return false;
       var g = at(data.refs.grads[i]);
       return g !== 0 && count[i] > 1 && isFinite(g) &&
         Math.abs(g) <= count[i] * data.epsilon * total[i];
@@ -299,7 +425,7 @@ _PAGE = """<!DOCTYPE html>
     var C = data.colors;
     data.rows.forEach(function (row, i) {{
       if (data.refs.grads[i] === null) return;
-      var g = at(data.refs.grads[i]), group = document.getElementById('node-n' + i);
+      var g = size(data.refs.grads[i]), group = document.getElementById('node-n' + data.ids[i]);
       if (!isFinite(g)) paint(group, C.nonfinite[0], C.nonfinite[1], '3');
       else if (g === 0) paint(group, C.blocked[0], C.ink, '1');
       else {{
@@ -308,7 +434,7 @@ _PAGE = """<!DOCTYPE html>
       }}
     }});
     data.refs.flows.forEach(function (slot, k) {{
-      var g = at(slot), group = document.getElementById('grad-' + k);
+      var g = size(slot), group = document.getElementById('grad-' + k);
       if (!group) return;
       var line = !isFinite(g) ? C.nonfinite[1] : g === 0 ? C.blocked[0] : bin(g)[2];
       group.querySelectorAll('path').forEach(function (s) {{ s.setAttribute('stroke', line); }});
@@ -320,16 +446,20 @@ _PAGE = """<!DOCTYPE html>
   function state(g) {{
     if (!isFinite(g) || g === 0) return '';
     var m = Math.abs(g);
-    return m < data.colors.vanishing ? '  (vanishing)' : m > data.colors.exploding ? '  (exploding)' : '';
+    return m < data.colors.vanishing ? ' \\u00a0(vanishing)' : m > data.colors.exploding ? ' \\u00a0(exploding)' : '';   // two spaces, as dot writes them
   }}
   function update(x) {{
     run(x);
     var noise = cancelling();
     data.rows.forEach(function (row, i) {{
-      var texts = nodes[i];
-      if (row[0] !== null && texts[row[0]]) texts[row[0]].textContent = number(at(data.refs.values[i]));
-      if (row[1] !== null && texts[row[1]] && data.refs.grads[i] !== null) {{
-        var g = at(data.refs.grads[i]), head = '\\u2202' + data.f + '/\\u2202' + data.symbols[i];
+      var texts = nodes[i], ref = data.refs.grads[i];
+      var head = '\\u2202' + data.f + '/\\u2202' + data.symbols[i];
+      if (row[0] !== null && typeof row[0] !== 'number') show(texts, row[0], data.refs.values[i], '');
+      else if (row[0] !== null) put(texts, row[0], number(at(data.refs.values[i])));
+      if (row[1] !== null && typeof row[1] !== 'number' && ref !== null)
+        show(texts, row[1], ref, head + (data.magnitude ? state(size(ref)) : '') + ' = ');
+      else if (row[1] !== null && texts[row[1]] && ref !== null) {{
+        var g = at(ref);
         texts[row[1]].textContent = noise[i] ? head + ' \\u2248 0' :
           head + ' = ' + number(g) + (data.magnitude ? state(g) : '');
         // Why a gradient was zero holds at the first point only.
@@ -339,30 +469,31 @@ _PAGE = """<!DOCTYPE html>
       }}
     }});
     data.refs.flows.forEach(function (slot, k) {{
-      if (edges[k]) edges[k].textContent = noise[data.flowEnds[k][1]] ? '\\u22480' : number(at(slot));
+      if (edges[k]) edges[k].textContent = noise[data.flowEnds[k][1]] ? '\\u22480' : short(slot);
     }});
     if (data.magnitude) recolour();
     exact.textContent = '';
     var row = exact.insertRow();
     row.insertCell().textContent = 'value';
     row.insertCell().textContent = full(at(data.output));
-    data.names.forEach(function (name, k) {{
+    data.exactNames.forEach(function (name, k) {{
       var r = exact.insertRow(), g = data.inputGrads[k];
       r.insertCell().textContent = 'd_' + name;
       var cell = r.insertCell();
       cell.id = 'exact-' + k;
-      cell.textContent = g === null ? '0.0' : full(at(g));
+      cell.textContent = g === null ? '0.0' : typeof g === 'number' ? full(at(g)) : nested(g);
     }});
   }}
   var x = data.start.map(word);
   data.names.forEach(function (name, k) {{
     var range = document.getElementById('r' + k), box = document.getElementById('n' + k);
+    var j = data.sliders[k];   // this input's place among every number the program takes
     range.addEventListener('input', function () {{
-      x[k] = parseFloat(range.value); box.value = range.value; update(x);
+      x[j] = parseFloat(range.value); box.value = range.value; update(x);
     }});
     box.addEventListener('input', function () {{
       var v = parseFloat(box.value);
-      if (v === v) {{ x[k] = v; if (isFinite(v)) range.value = v; update(x); }}
+      if (v === v) {{ x[j] = v; if (isFinite(v)) range.value = v; update(x); }}
     }});
   }});
   update(x);

@@ -21,7 +21,8 @@ from .text import enclosed
 from .render import Picture
 from .preview import as_scalar, short as preview_short, text as preview_text
 from .scene import SYMBOL_LIMIT, array_flows, caller_texts, node_symbol, output_symbol, scene
-from .style import Frame, Look, block_labels, style
+from .fold import compacted, drawn_as
+from .style import Frame, Look, block_labels, caption_lines, style
 from .text import displayable, number
 
 MAX_TERMS = 4   # a caption lists this many chain-rule terms, then says how many more
@@ -39,6 +40,7 @@ class Step(NamedTuple):
     terms: tuple     # empty for the output, whose gradient is the seed 1
     grad: float      # ∂f/∂node as backward() computed it
     caption: str
+    brief: str | None = None   # the caption without its formulas: a frame's, if too long
 
 
 def steps(graph, values, grads):
@@ -78,14 +80,18 @@ def steps(graph, values, grads):
                               None if arrays else local_symbol(graph, c, position, name)))
         caption = _array_caption(graph, f, i, terms, grads[i], texts) if arrays \
             else _caption(graph, f, i, terms, grads[i], texts)
+        brief = caption if arrays else _caption(graph, f, i, terms, grads[i], texts, False)
         if nodes[i].block is not None:   # x^2 is in every call of h: say which
             caption += f'  [{blocks[nodes[i].block]}]'
-        result.append(Step(i, tuple(terms), grads[i], caption))
+            brief += f'  [{blocks[nodes[i].block]}]'
+        result.append(Step(i, tuple(terms), grads[i], caption,
+                           None if brief == caption else brief))
     return result
 
 
-def _caption(graph, f, i, terms, grad, texts=None):
-    """∂f/∂x = ∂f/∂(x*y) · ∂(x*y)/∂x = 4 · 3 = 12, with one product per use of x."""
+def _caption(graph, f, i, terms, grad, texts=None, formulas=True):
+    """∂f/∂x = ∂f/∂(x*y) · ∂(x*y)/∂x = 4 · 3 = 12, with one product per use of x,
+    and the local derivatives as formulas too, unless `formulas` is False."""
     me = node_symbol(graph, i, f, texts=texts)
     if not terms:
         return f'∂{f}/∂{me} = 1 (the backward pass starts at the output)'
@@ -96,8 +102,8 @@ def _caption(graph, f, i, terms, grad, texts=None):
     products = ' + '.join(f'{_factor(t.upstream)} · {_factor(t.local)}' for t in shown)
     # The local derivatives as formulas where they say more than a number:
     # ∂f/∂x = ∂f/∂(x*y) · ∂(x*y)/∂x = 4 · y = 4 · 3 = 12.
-    formulas = ''
-    if any(t.formula for t in shown):
+    shown_formulas, formulas = formulas, ''
+    if shown_formulas and any(t.formula for t in shown):
         formulas = ' + '.join(
             f'{_factor(t.upstream)} · {_wrap(t.formula) if t.formula else _factor(t.local)}'
             for t in shown)
@@ -168,21 +174,29 @@ def forward_steps(graph, values):
     return result
 
 
-def frames(step_list, forward=False):
-    """The Frame for style() at each step: the nodes done so far, and the newest."""
+def frames(step_list, forward=False, look=None):
+    """The Frame for style() at each step: the nodes done so far, and the newest.
+    A caption longer than LONGEST lines of a slide (`look`'s) leaves out its
+    formulas, where it has them."""
     done = set()
     result = []
     for k, step in enumerate(step_list, 1):
         done.add(step.node)
-        result.append(Frame(frozenset(done), step.node,
-                            f'Step {k} of {len(step_list)}: {step.caption}', forward))
+        caption = f'Step {k} of {len(step_list)}: {step.caption}'
+        if look is not None and step.brief and len(caption_lines(caption, look)) > LONGEST:
+            caption = f'Step {k} of {len(step_list)}: {step.brief}'
+        result.append(Frame(frozenset(done), step.node, caption, forward))
     return result
+
+
+LONGEST = 3   # lines of a caption on a slide
 
 
 def step_pictures(graph, values, grads, rankdir='LR', look=None, forward=False, fit=None):
     """[(Step, Picture)]: a pass as a series of pictures, one per step. `fit`
     (dot.fitted with its options) chooses one way of drawing, from the last
     frame, for them all: each frame keeps the positions of the one before."""
+    look = look or Look()
     if forward:
         step_list = forward_steps(graph, values)
         drawn = scene(graph, values)
@@ -193,17 +207,30 @@ def step_pictures(graph, values, grads, rankdir='LR', look=None, forward=False, 
     else:
         step_list = steps(graph, values, grads)
         drawn = scene(graph, values, grads)
-        marks = frames(step_list)
+        marks = frames(step_list, look=look)
         mode = 'backward'
-    look = look or Look()
+    if look.caption and marks:   # every frame as tall as the one with the longest caption
+        most = max(len(caption_lines(frame.caption, look)) for frame in marks)
+        marks = [frame._replace(lines=most) for frame in marks]
     if fit is not None and marks:
         def draw(direction, dressed):
-            picture = Picture(style(drawn, mode, direction, marks[-1], dressed))
+            picture = Picture(_styled(drawn, mode, direction, marks[-1], dressed))
             picture.how = (direction, dressed)
             return picture
         rankdir, look = fit(draw).how
-    return [(step, Picture(style(drawn, mode, rankdir, frame, look)))
+    return [(step, Picture(_styled(drawn, mode, rankdir, frame, look)))
             for step, frame in zip(step_list, marks)]
+
+
+def _styled(drawn, mode, rankdir, frame, look):
+    """A frame as `look` draws it: a compact look draws each sum, or each
+    unnamed step, as part of its use (fold.compacted, as render.styled), and a
+    step of a node so drawn is shown on the node that draws it."""
+    if look.compact:
+        frame = frame._replace(current=drawn_as(drawn, look.merged).get(frame.current,
+                                                                        frame.current))
+        drawn = compacted(drawn, look.merged)
+    return style(drawn, mode, rankdir, frame, look)
 
 
 def frame_name(k, count, fmt='svg'):

@@ -57,6 +57,8 @@ class Frame(NamedTuple):
     current: int         # the node this step finished
     caption: str         # what the step did
     forward: bool = False   # a step of the forward pass: values appear, no gradients
+    lines: int = 1       # lines the caption takes, blank ones after it: a series' frames
+                         # all as tall as its longest caption makes one
 
 
 class Look(NamedTuple):
@@ -258,8 +260,8 @@ _SHAPES = {
 
 def _node_attrs(item, mode, frame, look, output):
     attrs = dict(_SHAPES[item.kind])
-    if look.compact and item.kind == 'input':   # an oval no wider than its one line needs
-        attrs['margin'] = '0,0'
+    if look.compact and item.kind == 'input':   # an oval no larger than its one line needs
+        attrs.update(margin='0,0', height='0')   # (dot's least height, 0.5 in, is two lines)
     if not item.ran:
         attrs.update(style='dashed,rounded', color=MUTED, fontcolor=MUTED, fillcolor='white')
         return attrs
@@ -320,8 +322,10 @@ def _oval(text, fill, edge):
             + (f' BGCOLOR="{color}"' if color else '') + '></TD>'
             for n, color in cells if n) + '</TR>')
     grid = "<TR>" + "<TD FIXEDSIZE=\"TRUE\" WIDTH=\"1\" HEIGHT=\"1\"></TD>" * width + "</TR>"
-    shape = ('<TABLE BORDER="0" CELLSPACING="0" CELLPADDING="0">' + grid + ''.join(rows)
-             + '</TABLE>')
+    # Fixed: a wider row under the legend's first would stretch every column
+    # of that row, the oval's one-point columns too.
+    shape = (f'<TABLE BORDER="0" CELLSPACING="0" CELLPADDING="0" FIXEDSIZE="TRUE" '
+             f'WIDTH="{width}" HEIGHT="{height + 1}">' + grid + ''.join(rows) + '</TABLE>')
     return f'<TD>{shape}</TD><TD>{esc(text)}</TD>'
 
 
@@ -777,14 +781,26 @@ def style(scene, mode='backward', rankdir='LR', frame=None, look=Look()):
 
     lines = []
     if frame is not None and look.caption:
-        lines.append(f'<TR><TD ALIGN="LEFT"><FONT POINT-SIZE="{points + 2:g}">'
-                     f'{esc(frame.caption)}</FONT></TD></TR>')
+        told = [esc(line) for line in caption_lines(frame.caption, look)]
+        told += ['&#160;'] * (frame.lines - len(told))   # blank, as long as the series' longest
+        lines.append(f'<TR><TD ALIGN="LEFT" BALIGN="LEFT"><FONT POINT-SIZE="{points + 2:g}">'
+                     f'{"<BR/>".join(told)}</FONT></TD></TR>')
     if look.legend:
         lines.extend(f'<TR><TD ALIGN="LEFT">{row}</TD></TR>'
                      for row in _legend({i.kind for i in scene.items}, scene.f, mode, frame, look))
     if lines:
         dot.attr(label=f'<<TABLE BORDER="0" CELLPADDING="2">{"".join(lines)}</TABLE>>')
     return dot
+
+
+def caption_lines(caption, look):
+    """A step's caption on lines that fit a slide's width, broken between terms."""
+    from .text import wrap_terms
+    points = (FONT_SIZE * look.font_scale + 2) * _CAPTION_CHAR
+    return wrap_terms(caption, max(40, int(SLIDE_WIDTH * 72 / points)))
+
+
+_CAPTION_CHAR = 0.55  # a caption's character, in ems: a little wider than a label's, with its ∂ and ·
 
 
 def _columns(bodies, scene, banded, beside):

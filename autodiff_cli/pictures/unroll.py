@@ -23,9 +23,10 @@ class _Numbers:
     """The unrolled tape: its nodes, the source text their spans point into,
     and each node's text and precedence as an argument of the next."""
 
-    def __init__(self):
-        from ..derive.printers import ADGRAD
-        self.table = ADGRAD
+    def __init__(self, texts=True):
+        # The page computes with the nodes and never shows their texts, which
+        # grow with a long sum's length: it asks for none.
+        self.writes = texts
         self.nodes, self.pieces, self.length = [], [], 0
         self.texts, self.precedence, self.inputs, self.defaults = [], [], {}, {}
         self.constants = {}
@@ -55,10 +56,10 @@ class _Numbers:
         return found
 
     def op(self, name, *args):
-        from ..derive.printers import _fill
-        template = self.table[name]
-        text = _fill(template, [(self.texts[a], self.precedence[a]) for a in args])
-        return self._add(Node(name, tuple(args)), text, template.precedence)
+        from ..derive.printers import written
+        text, precedence = written(name, [(self.texts[a], self.precedence[a]) for a in args]) \
+            if self.writes else ('', ATOM)
+        return self._add(Node(name, tuple(args)), text, precedence)
 
     def name(self, i, name):
         """Node i is the program's `name` (an entry of a binding): later texts use it."""
@@ -77,19 +78,47 @@ class _Numbers:
                      notes=(f'unrolled from: {" ".join(source.split())[:200]}',))
 
 
-def unroll(graph, point, most=MOST):
+def unroll(graph, point, most=MOST, option='--unroll'):
     """(the graph of numbers, its point: a value per entry of each input).
-    A UsageError, in one line, past `most` numbers or for an op that has no
-    entry-by-entry form here (det, inv, solve)."""
+    A UsageError, in one line, for a program of numbers, an input without a
+    value, past `most` numbers or for an op that has no entry-by-entry form
+    here (det, inv, solve); `option` is what the caller calls unrolling."""
+    from ..core.graph import is_array_program
+    if not is_array_program(graph, point):
+        raise UsageError(f'{option} writes an array program entry by entry; this one is of '
+                         'numbers already')
+    missing = [name for name in graph.inputs if name not in point]
+    if missing:
+        raise UsageError(f"{option} needs a value for every input, and '{missing[0]}' has "
+                         'none: give it as NAME=VALUE')
+    numbers, at, _, _ = _unrolled(graph, point, most, _PICTURE)
+    return numbers, at
+
+
+def entries(graph, point, most):
+    """For the interactive page: (the graph of numbers, its point, each
+    node's entries, each use's entries). Every argument of an array op is
+    first copied (pos), entry by entry, so the gradient of a copy is what
+    flowed back along that one use, and of a node's entries its own."""
+    return _unrolled(graph, point, most, _PAGE, copies=True)
+
+
+# Who unrolls, what it does, and the way out, for the one-line refusals.
+_PICTURE = ('--unroll', 'draws', 'draw it as arrays, without --unroll')
+_PAGE = ('the interactive page', 'computes', 'draw a picture instead (--format svg)')
+
+
+def _unrolled(graph, point, most, who, copies=False):
     import numpy as np
     from ..core import tensors
     values = tensors.evaluate(graph, point)
     count = sum(int(np.size(v)) for node, v in zip(graph.nodes, values) if node.op != 'static')
     if count > most:
-        raise UsageError(f'--unroll draws a program of at most {most} numbers, and this one has '
-                         f'{count}: draw it as arrays, without --unroll')
-    tape = _Numbers()
+        raise UsageError(f'{who[0]} {who[1]} a program of at most {most} numbers, and this '
+                         f'one has {count}: {who[2]}')
+    tape = _Numbers(texts=not copies)
     entries = [None] * len(graph.nodes)   # each node's entries: an object array of ids
+    uses = {}                             # (node, position): the copies of that argument
     for i, node in enumerate(graph.nodes):
         value = values[i]
         if node.op == 'static':
@@ -100,7 +129,22 @@ def unroll(graph, point, most=MOST):
         elif node.op == 'const':
             entries[i] = _each(np.shape(value), lambda k, v=value: tape.const(np.asarray(v)[k]))
         else:
-            entries[i] = _apply(tape, graph, i, entries, values)
+            given = entries
+            if copies:
+                given = list(entries)
+                for position, a in enumerate(node.args):
+                    if graph.nodes[a].op != 'static':
+                        given[a] = uses[i, position] = _each(
+                            np.shape(entries[a]), lambda k, e=entries[a]: tape.op('pos', e[k]))
+            start = len(tape.nodes)
+            entries[i] = _apply(tape, graph, i, given, values, who)
+            if copies:   # a view (x.T, a[0]) is its argument's copies; a constant is no node's
+                seen = set()
+                for k in np.ndindex(np.shape(entries[i])):
+                    e = entries[i][k]
+                    if e < start or e in seen:
+                        entries[i][k] = e = tape.op('pos', e)
+                    seen.add(e)
         if node.name is not None and node.op != 'input':
             shape = np.shape(entries[i])
             for k in np.ndindex(shape):
@@ -108,8 +152,8 @@ def unroll(graph, point, most=MOST):
                     tape.name(entries[i][k], _entry(node.name, k, len(shape)))
     out = entries[graph.output]
     if np.size(out) != 1:
-        raise UsageError('--unroll draws a program whose output is one number')
-    return tape.graph(int(np.ravel(out)[0]), graph.source), dict(tape.defaults)
+        raise UsageError(f'{who[0]} {who[1]} a program whose output is one number')
+    return tape.graph(int(np.ravel(out)[0]), graph.source), dict(tape.defaults), entries, uses
 
 
 def _entry(name, k, ndim):
@@ -125,7 +169,7 @@ def _each(shape, make):
     return result
 
 
-def _apply(tape, graph, i, entries, values):
+def _apply(tape, graph, i, entries, values, who=_PICTURE):
     """The entries of node i, from its arguments' entries."""
     import numpy as np
     node = graph.nodes[i]
@@ -137,8 +181,7 @@ def _apply(tape, graph, i, entries, values):
         return _each(spread[0].shape, lambda k: tape.op(node.op, *[s[k] for s in spread]))
     form = _TENSOR_FORMS.get(node.op)
     if form is None:
-        raise UsageError(f"--unroll cannot write {node.op} entry by entry: draw the program "
-                         'as arrays, without --unroll')
+        raise UsageError(f'{who[0]} cannot write {node.op} entry by entry: {who[2]}')
     return np.asarray(form(tape, *args), dtype=object)
 
 
