@@ -168,3 +168,15 @@ def test_the_same_program_prints_the_same_bytes():
 def test_c_of_an_array_program_says_it_is_not_written_yet(run_cli):
     code, out, err = run_cli('diff', 'input x[n]; sum(x^2)', '--lang', 'c')
     assert (code, out) == (2, '') and 'not written yet' in err and len(err.splitlines()) == 1
+
+
+def test_an_array_literal_times_a_variable_is_a_node_of_the_formula():
+    """eye(3) and [[1], [2]] stay arrays in the formula (Tape's folding took
+    them for numbers: an internal ValueError), and read back to grad's numbers."""
+    source = 'input x[3], y[3]; sum([x, y] * [[1], [2]]) + sum(x * eye(3) @ x)'
+    graph = lower(source)
+    point = random_point(graph, np.random.default_rng(4))
+    text = array_derivative_text(graph, ['x', 'y'])
+    for name in ('x', 'y'):
+        np.testing.assert_allclose(evaluate(text + f'd_{name}', point), grad_of(graph, point, name),
+                                   rtol=1e-12)

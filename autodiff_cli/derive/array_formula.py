@@ -201,6 +201,10 @@ class Shapes(Tape):
         args = [unwrap(self, a) for a in args]
         rule = ELEMENTWISE_RULES.get(op)
         result = rule(self, *args) if rule is not None and not self.replaying else None
+        if result is None and any(type(a) is Ref and self.nodes[a].op == 'const' for a in args):
+            # an array literal (eye(3), [[1], [2]]) stays a node: Tape's
+            # folding takes a constant for a number
+            result = self._record((op, *[self.ref(a) for a in args]))
         if result is None:
             result = record(op, *args)
         return self.fit(result, expected)
