@@ -165,9 +165,11 @@ def test_the_same_program_prints_the_same_bytes():
     assert len(texts) == 1
 
 
-def test_c_of_an_array_program_says_it_is_not_written_yet(run_cli):
-    code, out, err = run_cli('diff', 'input x[n]; sum(x^2)', '--lang', 'c')
-    assert (code, out) == (2, '') and 'not written yet' in err and len(err.splitlines()) == 1
+def test_c_of_an_array_program_takes_sizes_and_arrays(run_cli):
+    code, out, err = run_cli('diff', 'input A[m, n], x[n]; sum(tanh(A @ x))', '--lang', 'c')
+    assert (code, err) == (0, '')
+    assert 'int f(int m, int n, const double *A, const double *x, double *value, double *d_A, ' \
+           'double *d_x)' in out
 
 
 def test_an_array_literal_times_a_variable_is_a_node_of_the_formula():

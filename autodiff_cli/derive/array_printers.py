@@ -4,7 +4,7 @@ printers.lay_out walks the tape as for numbers, with the primitives' own
 templates; `spell` here writes what a template cannot: an array op's static
 arguments (an axis left out where it is the default, a key as `A[:, 0]`, a
 shape), an array constant, a size. Sizes are the program's own names, checked
-by the parser, mangled where a language reserves them. C is not written yet.
+by the parser, mangled where a language reserves them. C is array_c.py's.
 """
 
 from ..core.primitives import ATOM
@@ -385,5 +385,5 @@ def array_derivative_text(graph, names, order=1, lang='adgrad'):
         return numpy_formula(derivative, graph)
     if lang == 'latex':
         return latex_formula(derivative, graph, printers.output_name(graph))
-    raise AdgradError('--lang c of an array program is not written yet; --lang numpy '
-                      'gives the formulas as code')
+    from .array_c import c_formula
+    return c_formula(derivative, graph)
