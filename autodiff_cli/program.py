@@ -340,7 +340,7 @@ def _whole(graph, values, grads, mode, rankdir, look, collapse, max_nodes):
     def draw(direction, dressed):
         return styled(drawn, mode, direction, None, dressed)
     if look.size is None and size <= FIT_NODES:
-        return fitted(draw, look, rankdir)
+        return fitted(draw, look, rankdir, compact=not drawn.blocks)
     return draw(rankdir or 'LR', look)
 
 

@@ -152,7 +152,6 @@ def test_a_column_bound_twice_is_refused(run_cli, tmp_path):
 
 
 @pytest.mark.parametrize('command', [
-    ['render', 'sum(x)', 'x=[1, 2]'],
     ['check', 'sum(x^2)', 'x=[1, 2]', '--points', 'p.csv'],
     ['grad', 'sum(x^2)', 'x=[1, 2]', '--explain']])
 def test_what_takes_no_arrays_yet_says_so_in_one_line(run_cli, command):

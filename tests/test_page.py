@@ -159,6 +159,25 @@ def test_samples_recomputed_in_the_browser_agree_with_grad(browser, tmp_path, ca
             grad_label.endswith(number(got[f'd_{first}']))
 
 
+@needs_dot
+def test_an_unrolled_array_program_recomputes_in_the_browser_as_grad_of_its_arrays(
+        browser, tmp_path, capsys):
+    """samples/mlp.ad unrolled: a slider per number, and every entry's gradient
+    is the entry of grad's array at the point the page was moved to."""
+    path = str(ROOT / 'samples' / 'mlp.ad')
+    browser.get(page_of(tmp_path, '-f', path, '--unroll').as_uri())
+    names = [e.get_attribute('textContent') for e in
+             browser.find_elements('css selector', '#inputs label code')]
+    assert {'x[0]', 'W1[2,0]', 'b1[3]', 'V[0,1]', 'c', 'target'} <= set(names)
+    set_input(browser, names.index('c'), -0.3)
+    expected = grad_json(capsys, '-f', path, 'c=-0.3')
+    got = exact(browser)
+    assert got['value'] == pytest.approx(expected['value'], rel=1e-13)
+    for k in range(4):
+        assert got[f'd_W1[{k},0]'] == pytest.approx(expected['gradient']['W1'][k][0], rel=1e-12)
+        assert got[f'd_V[0,{k}]'] == pytest.approx(expected['gradient']['V'][0][k], rel=1e-12)
+
+
 def slide(driver, k, *keys):
     """Move input k's slider with the keyboard, as a user would; its new value."""
     from selenium.webdriver.common.keys import Keys
@@ -233,7 +252,8 @@ def test_steps_page_keys_scroll_and_legible_fit(browser, tmp_path):
     program = tmp_path / 'chain.ad'
     program.write_text('\n'.join(lines) + '\n')
     folder = tmp_path / 'steps'
-    assert main(['render', '-f', str(program), '--steps', str(folder)]) == 0
+    # --size: drawn as given, left to right, not fitted to a slide (wrapped onto rows)
+    assert main(['render', '-f', str(program), '--steps', str(folder), '--size', '100,100']) == 0
     browser.set_window_size(800, 600)
     browser.get((folder / 'index.html').as_uri())
     count = int(re.search(r'of (\d+)', browser.find_element('id', 'counter').text).group(1))

@@ -18,7 +18,7 @@ import stat
 from ..errors import UsageError
 from ..pictures import dot as _dot
 from ..pictures.dot import FIT_NODES, PNG_DPI, TALLEST
-from .common import Exit, input_values, load, refuse_arrays, report_nonfinite
+from .common import Exit, input_values, load, report_nonfinite, where
 from ..table.files import Output, cannot as _cannot
 
 FORMATS = ('svg', 'png', 'pdf', 'dot', 'text', 'html')
@@ -104,13 +104,17 @@ def _look(args):
 
 
 def run_render(args, env):
-    from ..core.passes import backward, forward
-
     out, warn = env.stdout, env.warn
     fmt, path = _destination(args, out)
     graph, bindings = load(args, env)
-    refuse_arrays(graph, bindings, 'adgrad render and its options')
+    if getattr(args, 'data', None) is not None:
+        from .evaluate import bind_data, check_sources
+        args.points = None
+        check_sources(args)
+        bind_data(args.data, graph, bindings, env)
     values_in = input_values(graph, bindings, warn)
+    if getattr(args, 'unroll', False):
+        graph, values_in = _unrolled(graph, values_in)
     missing = [name for name in graph.inputs if name not in values_in]
     mode = args.mode
     stepping = args.steps is not None or getattr(args, 'step', None) is not None
@@ -135,12 +139,13 @@ def run_render(args, env):
         if mode == 'structure' and len(missing) < len(graph.inputs):
             warn(f"no value for '{missing[0]}': drawing the structure only "
                  f'(give every variable a value to see values and gradients)')
+    from ..core.graph import is_array_program
+    if is_array_program(graph, values_in) and fmt == 'html':
+        raise UsageError('the interactive page takes programs of numbers only, so far: '
+                         'add --unroll to make it of a small array program entry by entry')
     values = grads = None
     if mode != 'structure':
-        values = forward(graph, values_in)   # names the missing variable, with a caret
-        report_nonfinite(graph, values, False, warn)   # drawn as is; worth a word
-        if mode == 'backward':
-            grads = backward(graph, values)
+        values, grads = _passes(graph, values_in, mode == 'backward', warn)
     look = _look(args)
 
     # Lay out and render everything in memory first; write only at the end.
@@ -178,6 +183,44 @@ def run_render(args, env):
     return Exit.OK
 
 
+def _unrolled(graph, values_in):
+    """--unroll: the array program as its graph of numbers (pictures/unroll.py)."""
+    from ..core.graph import is_array_program
+    from ..pictures.unroll import unroll
+    if not is_array_program(graph, values_in):
+        raise UsageError('--unroll writes an array program entry by entry; this one is of '
+                         'numbers already')
+    missing = [name for name in graph.inputs if name not in values_in]
+    if missing:
+        raise UsageError(f"--unroll needs a value for every input, and '{missing[0]}' has "
+                         'none: give it as NAME=VALUE')
+    return unroll(graph, values_in)
+
+
+def _passes(graph, values_in, backward_too, warn):
+    """(values, gradients or None) at the point: over numbers, or over arrays
+    for an array program, whose output must then be a single number."""
+    from ..core import tensors
+    from ..core.graph import is_array_program
+    from ..core.passes import backward, forward
+    if not is_array_program(graph, values_in):
+        values = forward(graph, values_in)   # names the missing variable, with a caret
+        report_nonfinite(graph, values, False, warn)   # drawn as is; worth a word
+        return values, backward(graph, values) if backward_too else None
+    values = tensors.evaluate(graph, values_in)
+    bad = tensors.first_nonfinite(values)
+    if bad is not None:
+        warn(f'{where(graph, bad)} is not finite, the first non-finite value')
+    if not backward_too:
+        return values, None
+    shape = tensors.shape_of(values[graph.output])
+    if shape:
+        raise UsageError(f'the output has shape {tensors.shown(shape)}: a gradient needs a '
+                         'single number, so take sum(...) or mean(...) of it, or draw the '
+                         'values alone with --pass forward')
+    return values, tensors.gradients(graph, values)
+
+
 def _picture(graph, values, grads, mode, args, look, fmt, collapse, warn):
     """The bytes of the whole picture in `fmt`, refused if no viewer could show it."""
     from ..pictures.render import drawing, styled
@@ -197,7 +240,7 @@ def _picture(graph, values, grads, mode, args, look, fmt, collapse, warn):
     def draw(rankdir, look):
         return styled(drawn, mode, rankdir, None, look)
     if fmt in LAYOUT_FORMATS and look.size is None and size <= FIT_NODES:
-        picture = _dot.fitted(draw, look, args.rankdir)
+        picture = _dot.fitted(draw, look, args.rankdir, compact=not drawn.blocks)
     else:
         picture = draw(args.rankdir or 'LR', look)
     if fmt == 'png' and size <= LARGE:
@@ -239,7 +282,7 @@ def _one_step(graph, values, grads, args, look, fmt, warn):
     """Step N of the pass as one picture, caption included (for a slide)."""
     from ..pictures.steps import step_pictures
     pictures = step_pictures(graph, values, grads, rankdir=args.rankdir or 'LR', look=look,
-                             forward=args.forward_steps)
+                             forward=args.forward_steps, fit=_frame_fit(graph, args, look))
     if not pictures:
         raise UsageError(_NO_STEPS)
     if args.step > len(pictures):
@@ -252,6 +295,14 @@ def _one_step(graph, values, grads, args, look, fmt, warn):
     if fmt in LAYOUT_FORMATS:
         _check_viewable(data, fmt)
     return data
+
+
+def _frame_fit(graph, args, look):
+    """How a step series chooses its one layout (dot.fitted), where render
+    would fit the whole picture: no --size given, and a graph dot lays out fast."""
+    if look.size is not None or len(graph.nodes) > FIT_NODES:
+        return None
+    return lambda draw: _dot.fitted(draw, look, args.rankdir)
 
 
 _NO_STEPS = ('the output depends on no variable, so no gradient flows back and '
@@ -335,7 +386,8 @@ def _step_files(graph, values, grads, args, look, fmt='svg'):
     # frame is for a slide and carries its own.
     baked = fmt != 'svg'
     pictures = step_pictures(graph, values, grads, rankdir=args.rankdir or 'LR',
-                             look=look._replace(caption=baked), forward=forward_steps)
+                             look=look._replace(caption=baked), forward=forward_steps,
+                             fit=_frame_fit(graph, args, look._replace(caption=baked)))
     if not pictures:
         raise UsageError(_NO_STEPS)
     files = {}
@@ -352,7 +404,8 @@ def _step_files(graph, values, grads, args, look, fmt='svg'):
     # Every frame has the same layout: one SVG tells where each node is.
     where = node_positions(svg)
     captions = [step.caption for step, _ in pictures]
-    output = scene(graph).items[graph.output]   # 'f = x*y*z', 'loss = (out - target)^2'
+    output = next(item for item in scene(graph).items if item.id == graph.output)
+    # ('f = x*y*z', 'loss = (out - target)^2': found by id, as static arguments are no items)
     files['index.html'] = index_html(output.expr or output.title, names, captions,
                                      focus=[where.get(step.node) for step, _ in pictures],
                                      baked=baked, forward=forward_steps).encode('utf-8')
@@ -369,8 +422,15 @@ def _text(graph, values, grads, mode, terminal):
 
     from ..pictures.scene import scene
     from ..pictures.steps import steps
+    from ..pictures.preview import is_array, short as preview
     from ..pictures.style import grad_text
-    from ..pictures.text import number, wrap_terms
+    from ..pictures.text import wrap_terms
+
+    def number(x):   # an array as a line of the table can hold it
+        return preview(x)
+
+    def grad_text(item, shown=grad_text):
+        return preview(item.grad) if is_array(item.grad) else shown(item)
 
     drawn = scene(graph, values, grads)
     table = Table(title=f'{drawn.f} = {graph.text(graph.output, 60)}', title_justify='left')
@@ -396,7 +456,7 @@ def _text(graph, values, grads, mode, terminal):
         table.add_column(f'∂{drawn.f}/∂node', justify='right', style='green', no_wrap=True,
                          min_width=max(len(grad_text(i)) if i.live else 1
                                        for i in drawn.items))
-    args = [[] for _ in drawn.items]
+    args = {item.id: [] for item in drawn.items}   # ids: an array op's static arguments are not items
     for link in drawn.links:
         args[link.dst].append(f'n{link.src}')
     for item in drawn.items:

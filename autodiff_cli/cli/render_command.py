@@ -54,6 +54,12 @@ def add_arguments(parser, command):
     parser.add_argument('--steps', metavar='DIR',
                         help='also write the backward pass to DIR as numbered SVG frames, one '
                              'per node, and an index.html that steps through them')
+    parser.add_argument('--unroll', action='store_true',
+                        help='draw a small array program (60 numbers at most) entry by entry: '
+                             'a network neuron by neuron')
+    parser.add_argument('--data', metavar='FILE',
+                        help="bind each column of FILE (CSV, TSV, JSON Lines or Parquet) that "
+                             'names a variable as a vector of all its rows, as grad --data does')
     parser.add_argument('--max-nodes', type=node_count, metavar='N', default=None,
                         help=f'refuse to lay out a larger graph (default {MAX_NODES}, and '
                              f'{MAX_STEP_NODES} with --steps, which lays it out once per node)')

@@ -48,19 +48,22 @@ def collapse(graph, values=None, grads=None):
     texts, explained = {}, set()
     sites = call_sites(graph)
     items = [item for item in full.items if owner[item.id] is None]
+    by_id = {item.id: item for item in full.items}   # an array op's static arguments are none
     for instance, ids in members.items():
         r = result[instance]
-        item = full.items[r]
+        item = by_id[r]
         args = arguments.get(r, [])
         texts[r] = call_text(graph, instance, r, args, texts, full.f, sites.get(instance))
         notes = ()
-        if values is not None:
+        # A local derivative is a number where the call maps numbers to a number;
+        # of arrays it is a Jacobian, which the call's edges carry instead.
+        if values is not None and graph.shapes is None:
             local = local_derivatives(graph, [i for i in ids if i <= r], r, values)
             for k, link in enumerate(links):
                 if link.dst == r and link.grad is not None:
                     links[k] = link._replace(local=local.get(link.src, 0.0))
             me = item.symbol if nodes[r].name is not None else texts[r]
-            shown = [a for a in args if full.items[a].kind != 'const']
+            shown = [a for a in args if by_id[a].kind != 'const']
             # The formula once per block, on its first call: the others are the
             # same rule at other numbers, and a slide has room for numbers.
             block = instance.partition('#')[0]

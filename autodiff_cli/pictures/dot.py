@@ -44,24 +44,28 @@ def run_dot(digraph, fmt, seconds=DOT_SECONDS, ways_out=None):
     return done.stdout
 
 
-def fitted(draw, look, rankdir=None, seconds=FIT_SECONDS):
-    """The picture that fits a slide's width, measured rather than guessed.
+def fitted(draw, look, rankdir=None, seconds=FIT_SECONDS, compact=True):
+    """The picture that fits a 16:9 slide, measured rather than guessed.
     `draw(rankdir, look)` styles one scene. In order: as drawn; wrapped onto
-    rows; top to bottom, unless `rankdir` was given; folded into strips
-    (style.strips), narrower if dot drew them wider than style's estimate.
-    The first that is a slide wide and at most TALLEST times as tall as wide;
-    if none is, the one that needs the least shrinking to fit a slide (a
-    tangle folded into a strip a hundred inches tall helps no one)."""
+    rows; top to bottom, unless `rankdir` was given; folded into strips; then
+    each again compact, and merged, unless `compact` is False (boxes need room).
+    The first that fits a slide whole; else the least tall of those a slide
+    wide and at most TALLEST times as tall; else the one that needs the least
+    shrinking (a tangle folded into a strip a hundred inches tall helps no one)."""
     from .layout import picture_size
     from .style import SLIDE_HEIGHT, SLIDE_WIDTH
     direction = rankdir or 'LR'
-    tries = [(direction, look._replace(width=None), False),
-             (direction, look._replace(fold=False), True)]
+    ways = [(direction, dict(width=None), False), (direction, dict(fold=False), True)]
     if rankdir is None:
-        tries.append(('TB', look._replace(width=None), False))
-    tries.append((direction, look._replace(fold=True), True))
-    best, seen = None, set()
-    while tries and len(seen) < 6:
+        ways.append(('TB', dict(width=None), False))
+    ways.append((direction, dict(fold=True), True))
+    tries = [(d, look._replace(**changes), again) for d, changes, again in ways]
+    if compact:   # compact, then also each unnamed step drawn in its use
+        tries += [(d, look._replace(compact=True, merged=merged, **changes), again)
+                  for merged in (False, True) for d, changes, again in ways]
+    tall = best = None
+    seen = set()
+    while tries and len(seen) < 16:
         direction, dressed, again = tries.pop(0)
         picture = draw(direction, dressed)
         if picture.source in seen:
@@ -72,12 +76,17 @@ def fitted(draw, look, rankdir=None, seconds=FIT_SECONDS):
         except AdgradError:   # dot failed or was slow on this way of drawing it: the next
             continue
         width, height = measured[:2] if measured else (0.0, 0.0)
-        if width <= SLIDE_WIDTH and height <= TALLEST * max(width, SLIDE_HEIGHT):
+        if width <= SLIDE_WIDTH and height <= SLIDE_HEIGHT:
             return picture
         shrink = max(width / SLIDE_WIDTH, height / SLIDE_HEIGHT)
+        if width <= SLIDE_WIDTH and height <= TALLEST * max(width, SLIDE_HEIGHT) and (
+                tall is None or shrink < tall[0]):
+            tall = (shrink, picture)
         if best is None or shrink < best[0]:
             best = (shrink, picture)
         if again and width > SLIDE_WIDTH:   # once more, narrower by what dot overshot
             narrower = dressed.width * SLIDE_WIDTH / width * 0.97
             tries.insert(0, (direction, dressed._replace(width=narrower), False))
+    if tall is not None:
+        return tall[1]
     return best[1] if best is not None else draw(rankdir or 'LR', look)

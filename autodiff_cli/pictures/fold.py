@@ -94,3 +94,51 @@ def _folded(last, members, drawn, args, items):
         if product is not None:
             notes.append(f'∂{last.symbol}/∂{items[before[0].src].symbol} = {number(product)}')
     return last._replace(title=title, expr=expr, notes=tuple(notes))
+
+
+def compacted(drawn, merged=False):
+    """The Scene a compact picture draws: each sum one node (merge_sums), and
+    no box for a constant used once, which its op's expression shows.
+    `merged`: every step that has no name of its own and one use is drawn
+    as part of that use, so that h[0] = tanh(W[0,0]*x[0] + b[0]) is one node."""
+    drawn = merge_sums(drawn, everything=merged)
+    items = {item.id: item for item in drawn.items}
+    uses = {}
+    for link in drawn.links:
+        uses.setdefault(link.src, []).append(link.dst)
+    hidden = {item.id for item in drawn.items if item.kind == 'const'
+              and len(uses.get(item.id, ())) == 1 and items[uses[item.id][0]].expr
+              and items[uses[item.id][0]].kind in ('op', 'output')}
+    if not hidden:
+        return drawn
+    return drawn._replace(items=[item for item in drawn.items if item.id not in hidden],
+                          links=[link for link in drawn.links if link.src not in hidden])
+
+
+def merge_sums(drawn, everything=False):
+    """The Scene with each sum of several terms as one node, as a textbook
+    draws a neuron's weighted sum: a `+` used only by the `+` after it, and
+    named by no binding, is drawn as part of it (`everything`: any op so
+    used, into any op). Each argument's edge keeps the gradient it carried."""
+    items = {item.id: item for item in drawn.items}
+    users = {}
+    for link in drawn.links:
+        users.setdefault(link.src, []).append(link.dst)
+    stands_for = {}
+    for item in drawn.items:   # tape order: a sum's first part comes first
+        out = users.get(item.id, [])
+        if len(out) != 1 or (item.title != '+' and not everything) or item.kind != 'op' \
+                or not item.symbol.startswith('('):
+            continue
+        user = items[out[0]]
+        if (user.title == '+' or everything) and user.kind in ('op', 'output') \
+                and user.block == item.block \
+                and user.live == item.live:
+            stands_for[item.id] = user.id
+    if not stands_for:
+        return drawn
+    for i in reversed(list(stands_for)):   # each part to the last sum of its chain
+        stands_for[i] = stands_for.get(stands_for[i], stands_for[i])
+    links = merge_links(drawn.links, lambda i: stands_for.get(i, i))
+    return drawn._replace(items=[item for item in drawn.items if item.id not in stands_for],
+                          links=links)

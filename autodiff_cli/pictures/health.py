@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 from ..core.passes import pullback, receives_gradient
 from ..core.primitives import PRIMITIVES
+from .preview import is_array, norm
 
 VANISHING = 1e-4
 EXPLODING = 1e4
@@ -59,6 +60,11 @@ def diagnose(graph, values, grads):
         if not live[i] or g is None:
             result[i] = Health('none', None, None, None)
             continue
+        if is_array(g):   # an array's gradient by its norm; why it is 0 needs numbers
+            g = norm(g)
+            if g == 0:
+                result[i] = Health('zero', None, 'zero: every entry is 0', None)
+                continue
         if not math.isfinite(g):
             result[i] = Health('nonfinite', None, f'the gradient is {g!r}', None)
             continue

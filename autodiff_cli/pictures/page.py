@@ -166,7 +166,8 @@ def interactive_page(graph, point, look=None, rankdir='LR', layout=None):
         'colors': _colors(),
     }
     sliders = '\n'.join(_slider(name, float(point[name]), k) for k, name in enumerate(names))
-    title = html.escape(drawn.items[graph.output].expr or drawn.items[graph.output].title)
+    output = next(item for item in drawn.items if item.id == graph.output)
+    title = html.escape(output.expr or output.title)
     page = _PAGE.format(title=title, sliders=sliders, svg=svg, data=script_json(data),
                         code=code, size=size, helpers=_HELPERS)
     return page.encode('utf-8')

@@ -13,7 +13,7 @@ are `n0, n1, ...` from the tape, so the same input gives byte-identical DOT.
 
 from ..errors import AdgradError
 from .collapse import collapse as collapse_blocks
-from .fold import fold
+from .fold import compacted, fold
 from .health import diagnose
 from .scene import scene
 from .style import RANKDIRS, Look, style
@@ -72,7 +72,10 @@ def render(graph, values=None, grads=None, mode=None, rankdir='LR', frame=None,
 def styled(drawn, mode, rankdir='LR', frame=None, look=None):
     """The picture of a scene from drawing(): one scene may be styled many ways
     (render's command line tries several layouts) without being drawn again."""
-    return Picture(style(drawn, mode, rankdir, frame, look or Look()))
+    look = look or Look()
+    if look.compact:
+        drawn = compacted(drawn, look.merged)
+    return Picture(style(drawn, mode, rankdir, frame, look))
 
 
 def drawing(graph, values=None, grads=None, collapse=None, look=None, folds=True):

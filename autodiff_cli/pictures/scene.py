@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 from ..core.passes import executed, pullback, receives_gradient
 from ..core.primitives import PRIMITIVES
+from .preview import as_scalar, is_array
 from .text import displayable, enclosed, number
 
 TEXT_LIMIT = 40   # longest source text on a node; elided in the middle past this
@@ -35,6 +36,7 @@ class Item(NamedTuple):
     cancels: bool = False  # grad is rounding noise of terms that cancel: drawn as ≈0
     health: object = None  # a health.Health, for --color magnitude
     ran: bool = True     # False in an `if`'s branch not taken at this point
+    shape: tuple | None = None   # an array's shape (preview.py shows it); None for a number
 
 
 class Link(NamedTuple):
@@ -223,19 +225,27 @@ def _caller_symbol(graph, a, texts):
 
 
 def scene(graph, values=None, grads=None):
-    """Walk the tape once: the Items, Links and blocks of the picture."""
+    """Walk the tape once: the Items, Links and blocks of the picture. In an
+    array program each Item holds its arrays, and an op's static argument
+    (an axis, an index) is part of its text, not a node of its own."""
     graph = displayable(graph)
     nodes = graph.nodes
     f = output_symbol(graph)
     live = receives_gradient(graph)
     ran = executed(graph, values) if values is not None else [True] * len(nodes)
     live = [a and b for a, b in zip(live, ran)]
+    arrays = graph.shapes is not None or values is not None and any(map(is_array, values))
+    flowing = array_flows if arrays else pullback
     items, links, blocks, seen = [], [], [], set()
     for i, node in enumerate(nodes):
+        if node.op == 'static':
+            continue
         if node.op == 'input':
             kind, title, expr = 'input', node.name, None
         elif node.op == 'const':
-            kind, title, expr = 'const', node.name or number(node.value), None
+            title = node.name or (graph.text(i, TEXT_LIMIT) if is_array(node.value)
+                                  else number(node.value))
+            kind, expr = 'const', None
         else:
             row = PRIMITIVES[node.op]
             kind, title = 'op', row.symbol or node.op
@@ -251,19 +261,23 @@ def scene(graph, values=None, grads=None):
                 expr = f'{f} = {title}' if title != f else None
             elif node.name is None:
                 expr = f'{f} = {expr}'
-        items.append(Item(i, kind, title, node_symbol(graph, i, f), expr,
-                          None if values is None else values[i],
-                          None if grads is None else grads[i],
-                          node.block, live[i], ran=ran[i]))
+        value = None if values is None else as_scalar(values[i])
+        items.append(Item(i, kind, title, node_symbol(graph, i, f), expr, value,
+                          None if grads is None else as_scalar(grads[i]),
+                          node.block, live[i], ran=ran[i],
+                          shape=value.shape if is_array(value) else None))
         flows = partials = None
         if grads is not None and live[i] and node.args:
-            flows = pullback(graph, i, grads[i], values)
-            partials = pullback(graph, i, 1.0, values)
+            flows = flowing(graph, i, grads[i], values)
+            # ∂node/∂argument is a number only where both are numbers
+            partials = [None] * len(node.args) if arrays else pullback(graph, i, 1.0, values)
         for position, a in enumerate(node.args):
+            if nodes[a].op == 'static':
+                continue
             if flows is None or not live[a]:
                 links.append(Link(a, i, None))
             else:
-                links.append(Link(a, i, flows[position], partials[position]))
+                links.append(Link(a, i, as_scalar(flows[position]), partials[position]))
         if node.block is not None and node.block not in seen:
             parts = node.block.split('/')
             for depth in range(1, len(parts) + 1):
@@ -276,6 +290,24 @@ def scene(graph, values=None, grads=None):
     return Scene(items, links, blocks, f, graph.output)
 
 
+def array_flows(graph, i, g, values):
+    """pullback() over arrays: what each argument of node i receives, summed
+    back to the argument's own shape where the op broadcast it."""
+    from ..core.array_rules import Deferred
+    from ..core.tensors import algebra
+    k = algebra()
+    with k.np.errstate(all='ignore'):
+        flows = []
+        for a, da in zip(graph.nodes[i].args, pullback(graph, i, g, values, k)):
+            if type(da) is Deferred:
+                da = da.compute()
+            shape = k.shape(values[a])
+            if da is not None and k.shape(da) != shape:
+                da = k.sum_to(da, shape)
+            flows.append(da)
+    return flows
+
+
 EPSILON = 2.0 ** -52
 
 
@@ -284,14 +316,16 @@ def _mark_cancelling(items, links):
     a sum of n terms is off by at most about n·ε·Σ|term|, so anything smaller
     is indistinguishable from 0 (softmax.ad's ∂loss/∂m = -1.1e-16, exactly 0
     by hand). Only the label changes; the number stays as computed."""
-    total = [0.0] * len(items)
-    count = [0] * len(items)
+    size = items[-1].id + 1 if items else 0   # ids, not places: static arguments are not items
+    total = [0.0] * size
+    count = [0] * size
     for link in links:
-        if link.grad is not None and math.isfinite(link.grad):
+        if link.grad is not None and not is_array(link.grad) and math.isfinite(link.grad):
             total[link.src] += abs(link.grad)
             count[link.src] += 1
     return [item._replace(cancels=True)
-            if item.grad and count[item.id] > 1 and math.isfinite(item.grad)
+            if not is_array(item.grad) and item.grad and count[item.id] > 1
+            and math.isfinite(item.grad)
             and abs(item.grad) <= count[item.id] * EPSILON * total[item.id] else item
             for item in items]
 

@@ -19,7 +19,8 @@ from ..core.passes import pullback, receives_gradient
 from .symbolic import local_symbol
 from .text import enclosed
 from .render import Picture
-from .scene import SYMBOL_LIMIT, caller_texts, node_symbol, output_symbol, scene
+from .preview import as_scalar, short as preview_short, text as preview_text
+from .scene import SYMBOL_LIMIT, array_flows, caller_texts, node_symbol, output_symbol, scene
 from .style import Frame, Look, block_labels, style
 from .text import displayable, number
 
@@ -60,6 +61,7 @@ def steps(graph, values, grads):
         return nodes[i].name if nodes[i].name and nodes[i].op != 'const' \
             else node_symbol(graph, i, f, local=True, texts=texts)
     blocks = block_labels(dict.fromkeys(node.block for node in nodes if node.block))
+    arrays = graph.shapes is not None
     result = []
     for i in range(graph.output, -1, -1):
         if not live[i]:
@@ -67,11 +69,15 @@ def steps(graph, values, grads):
         terms = []
         for c, position in uses[i]:
             if c not in partials:
-                partials[c] = pullback(graph, c, 1.0, values)
+                # Over arrays a step's part is what flows back along the edge
+                # (a vector-Jacobian product), not a local derivative times a number.
+                partials[c] = array_flows(graph, c, grads[c], values) if arrays \
+                    else pullback(graph, c, 1.0, values)
             local = partials[c][position]
             terms.append(Term(c, grads[c], 0.0 if local is None else local,
-                              local_symbol(graph, c, position, name)))
-        caption = _caption(graph, f, i, terms, grads[i], texts)
+                              None if arrays else local_symbol(graph, c, position, name)))
+        caption = _array_caption(graph, f, i, terms, grads[i], texts) if arrays \
+            else _caption(graph, f, i, terms, grads[i], texts)
         if nodes[i].block is not None:   # x^2 is in every call of h: say which
             caption += f'  [{blocks[nodes[i].block]}]'
         result.append(Step(i, tuple(terms), grads[i], caption))
@@ -86,9 +92,7 @@ def _caption(graph, f, i, terms, grad, texts=None):
     # The output's own local derivative is named by its text, so that
     # ∂f/∂z = ∂f/∂f · ∂(x*y*z)/∂z and not ∂f/∂f · ∂f/∂z.
     shown, more = terms[:MAX_TERMS], len(terms) - MAX_TERMS
-    symbols = ' + '.join(
-        f'∂{f}/∂{node_symbol(graph, t.consumer, f, texts=texts)} · '
-        f'∂{node_symbol(graph, t.consumer, f, local=True, texts=texts)}/∂{me}' for t in shown)
+    symbols = _symbols(graph, f, me, shown, texts)
     products = ' + '.join(f'{_factor(t.upstream)} · {_factor(t.local)}' for t in shown)
     # The local derivatives as formulas where they say more than a number:
     # ∂f/∂x = ∂f/∂(x*y) · ∂(x*y)/∂x = 4 · y = 4 · 3 = 12.
@@ -103,6 +107,29 @@ def _caption(graph, f, i, terms, grad, texts=None):
         formulas += ' + …' if formulas else ''
     middle = f' = {formulas}' if formulas else ''
     return f'∂{f}/∂{me} = {symbols}{middle} = {products} = {number(grad)}'
+
+
+def _symbols(graph, f, me, terms, texts):
+    """The chain rule's terms as symbols: ∂f/∂(x*y) · ∂(x*y)/∂x + ..."""
+    return ' + '.join(
+        f'∂{f}/∂{node_symbol(graph, t.consumer, f, texts=texts)} · '
+        f'∂{node_symbol(graph, t.consumer, f, local=True, texts=texts)}/∂{me}' for t in terms)
+
+
+def _array_caption(graph, f, i, terms, grad, texts=None):
+    """∂f/∂h = ∂f/∂(V @ h) · ∂(V @ h)/∂h = [preview]: over arrays each term
+    is what flowed back along one use, shown as a preview, and their sum."""
+    me = node_symbol(graph, i, f, texts=texts)
+    if not terms:
+        return f'∂{f}/∂{me} = 1 (the backward pass starts at the output)'
+    shown, more = terms[:MAX_TERMS], len(terms) - MAX_TERMS
+    symbols = _symbols(graph, f, me, shown, texts)
+    parts = ' + '.join(preview_short(t.local) for t in shown)
+    if more > 0:
+        symbols += f' + … ({more} more)'
+        parts += ' + …'
+    total = preview_short(as_scalar(grad))
+    return f'∂{f}/∂{me} = {symbols} = ' + (f'{parts} = {total}' if len(terms) > 1 else total)
 
 
 def _wrap(formula):
@@ -124,17 +151,17 @@ def forward_steps(graph, values):
     nodes = graph.nodes
     result = []
     for i, node in enumerate(nodes):
-        if node.op == 'const':
+        if node.op in ('const', 'static'):
             continue
         me = graph.text(i, SYMBOL_LIMIT) if node.name is None or node.op == 'input' else node.name
         if node.op == 'input':
-            caption = f'{node.name} = {number(values[i])} (an input)'
+            caption = f'{node.name} = {preview_text(values[i])} (an input)'
         else:
             shown = graph.text(i, SYMBOL_LIMIT)
-            args = ', '.join(f'{node_symbol(graph, a, "")} = {number(values[a])}'
-                             for a in dict.fromkeys(node.args) if nodes[a].op != 'const')
-            caption = (f'{me} = {shown} = {number(values[i])}' if me != shown
-                       else f'{shown} = {number(values[i])}')
+            args = ', '.join(f'{node_symbol(graph, a, "")} = {preview_text(values[a])}'
+                             for a in dict.fromkeys(node.args) if nodes[a].op not in ('const', 'static'))
+            caption = (f'{me} = {shown} = {preview_text(values[i])}' if me != shown
+                       else f'{shown} = {preview_text(values[i])}')
             if args:
                 caption += f'  (with {args})'
         result.append(Step(i, (), values[i], caption))
@@ -152,8 +179,10 @@ def frames(step_list, forward=False):
     return result
 
 
-def step_pictures(graph, values, grads, rankdir='LR', look=None, forward=False):
-    """[(Step, Picture)]: a pass as a series of pictures, one per step."""
+def step_pictures(graph, values, grads, rankdir='LR', look=None, forward=False, fit=None):
+    """[(Step, Picture)]: a pass as a series of pictures, one per step. `fit`
+    (dot.fitted with its options) chooses one way of drawing, from the last
+    frame, for them all: each frame keeps the positions of the one before."""
     if forward:
         step_list = forward_steps(graph, values)
         drawn = scene(graph, values)
@@ -167,6 +196,12 @@ def step_pictures(graph, values, grads, rankdir='LR', look=None, forward=False):
         marks = frames(step_list)
         mode = 'backward'
     look = look or Look()
+    if fit is not None and marks:
+        def draw(direction, dressed):
+            picture = Picture(style(drawn, mode, direction, marks[-1], dressed))
+            picture.how = (direction, dressed)
+            return picture
+        rankdir, look = fit(draw).how
     return [(step, Picture(style(drawn, mode, rankdir, frame, look)))
             for step, frame in zip(step_list, marks)]
 

@@ -11,6 +11,7 @@ from typing import NamedTuple
 
 import graphviz
 
+from .preview import grid, is_array, norm, shape_text, short, summary
 from .text import esc, number
 
 PASSES = ('structure', 'forward', 'backward')
@@ -70,6 +71,9 @@ class Look(NamedTuple):
                                  # the CLI tries it, measured, as dot can be slow on strips
     caption: bool = True         # a step's caption inside the picture (the page shows its own)
     ids: bool = False            # SVG ids for the interactive page: node-n3, grad-0, ...
+    compact: bool = False        # fewer lines a node, one sum one node (fold.merge_sums):
+                                 # tried, measured, where the picture does not fit a slide
+    merged: bool = False         # compact, and each unnamed step drawn in its one use
 
 
 def scale_color(magnitude):
@@ -96,48 +100,149 @@ def grad_text(item):
     return '≈0' if item.cancels else number(item.grad)
 
 
+def _pending(text):
+    """'?' as wide as the number to come (U+2007 is a digit's width), so that
+    nodes keep their size and place from one frame to the next."""
+    return '?' + '\u2007' * (len(text) - 1)
+
+
+def _table(rows):
+    return ('<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">'
+            + ''.join(rows) + '</TABLE>>')
+
+
+def _matrix(cells, color, pending):
+    """A small matrix in brackets, its entries right-aligned in columns."""
+    last = len(cells) - 1
+    rows = []
+    for k, row in enumerate(cells):
+        sides = 'T' if k == 0 else 'B' if k == last else ''
+        shown = ''.join(f'<TD ALIGN="RIGHT" CELLPADDING="2"><FONT COLOR="{color}">'
+                        f'{esc(_pending(v) if pending else v)}</FONT></TD>' for v in row)
+        rows.append(f'<TR><TD SIDES="L{sides}" BORDER="1" COLOR="{color}" WIDTH="3"></TD>'
+                    f'{shown}<TD SIDES="R{sides}" BORDER="1" COLOR="{color}" WIDTH="3"></TD></TR>')
+    return ('<TR><TD><TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="0">'
+            + ''.join(rows) + '</TABLE></TD></TR>')
+
+
+def _array_rows(head, x, color, pending):
+    """An array's value or gradient: `head` (∂f/∂W =, or nothing for a value)
+    then every entry of a small array, else its min, max and norm."""
+    cells = grid(x)
+    if cells is not None and len(cells) == 1:   # a vector: one line, [a, b, c]
+        inline = '[' + ', '.join(cells[0]) + ']'
+        inline = f'[{inline}]' if x.ndim == 2 else inline
+        return [_row(head + (_pending(inline) if pending else inline), color)]
+    rows = [_row(head.rstrip(' ='), color)] if head else []
+    if cells is None:
+        text = summary(x)
+        return rows + [_row(_pending(text) if pending else text, color)]
+    return rows + [_matrix(cells, color, pending)]
+
+
 def _label(item, f, show_value, show_grad, pending, look):
     """What it is, what it computes, its value, its gradient: one line each."""
-    rows = [_row(item.title, bold=True)]
-    if item.expr:
+    if look.compact and item.ran:
+        return _compact_label(item, show_value, show_grad, pending, look)
+    shape = '' if item.shape is None else f'  {shape_text(item.shape)}'
+    rows = [_row(item.title + shape, bold=True)]
+    if look.compact and item.expr and item.kind in ('op', 'output', 'call') \
+            and not item.title.endswith('✎'):   # the expression shows the op
+        rows = [_row(line, bold=True) for line in broken(item.expr + shape)]
+    elif item.expr:
         rows.append(_row(item.expr, MUTED))
     if not item.ran:   # an if's branch not taken: it was never computed here
         rows.append(_row('not taken at this point', MUTED))
-        return ('<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">'
-                + ''.join(rows) + '</TABLE>>')
-    if show_value and not (item.kind == 'const' and item.title == number(item.value)):
+        return _table(rows)
+    if is_array(item.value):
+        if show_value and item.kind != 'const' or show_value and item.title[:1] != '[':
+            rows += _array_rows('', item.value, MUTED if pending == 'value' else FORWARD,
+                                pending == 'value')
+    elif show_value and not (item.kind == 'const' and item.title == number(item.value)):
         value = number(item.value)
         if pending == 'value':   # as wide as the number to come, as for gradients below
-            value = '?' + '\u2007' * (len(value) - 1)
+            value = _pending(value)
         rows.append(_row(value, MUTED if pending == 'value' else FORWARD))
     if show_grad:
-        known = grad_text(item)
-        if pending:
-            # As wide as the number to come (U+2007 is a digit's width), so
-            # nodes keep their size and place from one frame to the next.
-            known = '?' + '\u2007' * (len(known) - 1)
-        health = item.health
-        color = MUTED if pending else KNOWN_TEXT
-        if look.color == 'magnitude' and health is not None and not pending:
-            color = NONFINITE if health.state == 'nonfinite' else (
-                BLOCKED_TEXT if health.state in ('blocked', 'zero') else INK)
-        text = f'∂{f}/∂{item.symbol} ≈ 0' if item.cancels and not pending else \
-            f'∂{f}/∂{item.symbol} = {known}'
-        if look.color == 'magnitude' and health is not None and health.state in (
-                'vanishing', 'exploding') and not pending:
-            text += f'  ({health.state})'
-        rows.append(_row(text, color, bold=look.color == 'magnitude'
-                         and health is not None and health.state == 'nonfinite'))
-        if look.color == 'magnitude' and health is not None and health.reason and not pending \
-                and health.state != 'nonfinite':
-            head, _, tail = health.reason.partition(': ')   # two short lines, not one long
-            rows.extend(_row(part, BLOCKED_TEXT) for part in (head, tail) if part)
+        color, flag, bold = _grad_look(item, pending, look)
+        if is_array(item.grad):
+            rows += _array_rows(f'∂{f}/∂{item.symbol}{flag} = ', item.grad, color,
+                                bool(pending))
+        else:
+            known = grad_text(item)
+            if pending:
+                known = _pending(known)
+            text = f'∂{f}/∂{item.symbol} ≈ 0' if item.cancels and not pending else \
+                f'∂{f}/∂{item.symbol} = {known}'
+            rows.append(_row(text + flag, color, bold=bold))
+    return _table(rows + _reasons(item, show_grad, pending, look))
+
+
+def _grad_look(item, pending, look):
+    """(colour, flag, bold) of a gradient's text: by its health under --color magnitude."""
+    health = item.health
+    if look.color != 'magnitude' or health is None or pending:
+        return (MUTED if pending else KNOWN_TEXT), '', False
+    color = NONFINITE if health.state == 'nonfinite' else (
+        BLOCKED_TEXT if health.state in ('blocked', 'zero') else INK)
+    flag = f'  ({health.state})' if health.state in ('vanishing', 'exploding') else ''
+    return color, flag, health.state == 'nonfinite'
+
+
+def _reasons(item, show_grad, pending, look):
+    """Why a gradient is blocked (--color magnitude), and a call's local derivatives."""
+    rows, health = [], item.health
+    if show_grad and look.color == 'magnitude' and health is not None and health.reason \
+            and not pending and health.state != 'nonfinite':
+        head, _, tail = health.reason.partition(': ')   # two short lines, not one long
+        rows.extend(_row(part, BLOCKED_TEXT) for part in (head, tail) if part)
     if not pending and (show_grad or item.kind != 'call'):
         # A call's local derivatives belong to the backward pass: a picture
         # of the forward pass (the tutorial's figure 7) shows values alone.
-        rows.extend(_row(note, INK) for note in item.notes)
-    return ('<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">'
-            + ''.join(rows) + '</TABLE>>')
+        rows.extend(_row(_plain(note) if look.compact else note, INK) for note in item.notes)
+    return rows
+
+
+def _plain(note):
+    """A call's note without its formula, for a compact label: ∂y/∂x = 4."""
+    parts = note.split(' = ')
+    return f'{parts[0]} = {parts[-1]}' if len(parts) > 2 else note
+
+
+def _compact_label(item, show_value, show_grad, pending, look):
+    """A compact label, as a record: what the node computes (its name, or its
+    expression, which shows the op), then its value and its gradient side by
+    side, `value │ gradient`, as the legend says; an input on one line. An
+    array shows its shape, and for each number a vector's entries or a norm."""
+    shape = '' if item.shape is None else f'  {shape_text(item.shape)}'
+    if item.kind in ('op', 'output', 'call') and item.expr and not item.title.endswith('✎'):
+        head = [_cell(line, INK, True) for line in broken(item.expr + shape)]
+    else:
+        inline = item.kind == 'input' and show_value and item.shape is None   # x = 2 │ 0.5
+        head = [_cell(item.title + shape + (' =' if inline else ''), INK, True)]
+    cells = []
+    if show_value and not (item.kind == 'const' and (item.title == short(item.value)
+                                                     or item.title[:1] == '[')):
+        value = short(item.value)
+        cells.append(_cell(_pending(value) if pending == 'value' else value,
+                           MUTED if pending == 'value' else FORWARD))
+    if show_grad:
+        color, flag, bold = _grad_look(item, pending, look)
+        known = short(item.grad) if is_array(item.grad) else grad_text(item)
+        cells.append(_cell((_pending(known) if pending else known) + flag, color, bold,
+                           bar=bool(cells)))
+    lines = [head + cells] if item.kind == 'input' and item.shape is None and show_value \
+        else [[cell] for cell in head] + ([cells] if cells else [])
+    rows = ['<TR><TD><TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1"><TR>'
+            + ''.join(line) + '</TR></TABLE></TD></TR>' for line in lines]
+    return _table(rows + _reasons(item, show_grad, pending, look))
+
+
+def _cell(text, color, bold=False, bar=False):
+    """One cell of a compact label; `bar` draws the │ between value and gradient."""
+    sides = f' SIDES="L" BORDER="1" COLOR="{MUTED}"' if bar else ''
+    text = f'<B>{esc(text)}</B>' if bold else esc(text)
+    return f'<TD{sides}><FONT COLOR="{color}">{text}</FONT></TD>'
 
 
 _SHAPES = {
@@ -153,6 +258,8 @@ _SHAPES = {
 
 def _node_attrs(item, mode, frame, look, output):
     attrs = dict(_SHAPES[item.kind])
+    if look.compact and item.kind == 'input':   # an oval no wider than its one line needs
+        attrs['margin'] = '0,0'
     if not item.ran:
         attrs.update(style='dashed,rounded', color=MUTED, fontcolor=MUTED, fillcolor='white')
         return attrs
@@ -219,13 +326,17 @@ def _oval(text, fill, edge):
 
 
 def _legend(kinds, f, mode, frame, look):
-    """Rows of swatches for what this picture shows: every colour in it is explained."""
+    """Rows of swatches for what this picture shows: every colour in it is explained
+    (a compact picture's in fewer words, as it is narrow)."""
+    brief = look.compact
     cells = []
     for kind, text, fill, edge in (('input', 'input', INPUT_FILL, FORWARD),
                                    ('const', 'constant', CONST_FILL, CONST_EDGE),
                                    ('op', 'operation', 'white', INK),
-                                   ('call', 'block call (dashed)', 'white', INK),
-                                   ('output', 'output (double border)', 'white', INK)):
+                                   ('call', 'block call' if brief else 'block call (dashed)',
+                                    'white', INK),
+                                   ('output', 'output' if brief else 'output (double border)',
+                                    'white', INK)):
         if kind in kinds:
             cells.append(_oval(text, fill, edge) if kind == 'input' else
                          _swatch(text, fill, edge))
@@ -243,10 +354,14 @@ def _legend(kinds, f, mode, frame, look):
     if frame is not None and frame.forward:
         cells.append(_swatch('computed in this step', '#bfdbfe', FORWARD))
     if mode != 'structure':
-        cells.append(f'<TD><FONT COLOR="{FORWARD}">──▶ forward: values</FONT></TD>')
+        cells.append(f'<TD><FONT COLOR="{FORWARD}">──▶ {"" if brief else "forward: "}values'
+                     '</FONT></TD>')
     if mode == 'backward' and (frame is None or not frame.forward):
-        cells.append(f'<TD><FONT COLOR="{BACKWARD}">◀╌╌</FONT>'
-                     f'<FONT COLOR="{KNOWN_TEXT}"> backward: gradients</FONT></TD>')
+        cells.append(f'<TD><FONT COLOR="{BACKWARD}">◀╌╌</FONT><FONT COLOR="{KNOWN_TEXT}"> '
+                     f'{"" if brief else "backward: "}gradients</FONT></TD>')
+        if brief:   # what the two numbers on a compact node are
+            cells.append(f'<TD><FONT COLOR="{FORWARD}">value</FONT> │ '
+                         f'<FONT COLOR="{KNOWN_TEXT}">∂{esc(f)}/∂node</FONT></TD>')
     return [f'<TABLE BORDER="0" CELLSPACING="4" CELLPADDING="2"><TR>{"".join(row)}</TR></TABLE>'
             for row in (cells, scale) if row]
 
@@ -326,16 +441,63 @@ _NODESEP = 0.5       # inches between nodes of a row (dot's nodesep)
 _ACROSS = 1.25       # what that gap takes with the labels of the flat edges in it
 _GAP = 1.3           # inches between the columns of a strip: ranksep, a label mid-edge
 _BARE_GAP = 0.9      # ... where the edges carry no label mid-edge
+_COMPACT_GAP = 0.6   # ... in a compact picture: ranksep, and few labels
+FEW_RANKS = 300      # strips() tries every cut in two of a picture of up to this many ranks
 
 
-def label_width(item, points):
-    """About how wide dot will draw a node, in inches, from its longest line."""
-    lines = [item.title, item.expr or '', *item.notes]
-    if item.value is not None:
-        lines.append(f'{item.value:.4g}')
-    if item.grad is not None:
-        flagged = item.health is not None and item.health.state in ('vanishing', 'exploding')
-        lines.append(f'∂f/∂{item.symbol} = {item.grad:.4g}' + ('  (vanishing)' * flagged))
+COMPACT_LINE = 24   # a compact label breaks a longer expression between its terms
+
+
+def broken(text, limit=COMPACT_LINE):
+    """Text on lines of about `limit` characters, broken before a ' + ', ' - '
+    or ' = ' outside parentheses (else inside the outermost pair: -(a + b)),
+    never inside a term."""
+    cuts, depth = {0: [], 1: []}, 0
+    for k, char in enumerate(text):
+        depth += (char == '(') - (char == ')')
+        if depth <= 1 and k and text.startswith((' + ', ' - ', ' = '), k):
+            cuts[depth].append(k + (3 if text[k + 1] == '=' else 1))   # '=' ends a line
+    outside = any(text[k - 2] != '=' for k in cuts[0])   # a term outside parentheses
+    points = sorted(cuts[0] + ([] if outside else cuts[1]))
+    lines, start = [], 0
+    for a, b in zip([0] + points, points + [len(text)]):
+        # 'h = layer(W1, b1, x)' stays whole: a name alone on a line says little
+        alone = text[start:a].endswith('= ') and len(text) - start <= 1.5 * limit
+        if b - start > limit and a > start and not alone:
+            lines.append(text[start:a].rstrip())
+            start = a
+    lines.append(text[start:])
+    return lines
+
+
+def label_width(item, points, compact=False):
+    """About how wide dot will draw a node, in inches, from its longest line
+    (`compact`: as a compact Look draws it)."""
+    shape = '' if item.shape is None else '  ' + shape_text(item.shape)
+    lines = [item.title + shape, *(broken((item.expr or '') + shape) if compact else
+                                   [item.expr or '']),
+             *(map(_plain, item.notes) if compact else item.notes)]
+    flagged = item.health is not None and item.health.state in ('vanishing', 'exploding')
+    if compact:
+        lines.append(' │ '.join(short(x) for x in (item.value, item.grad) if x is not None)
+                     + '  (vanishing)' * flagged)
+        if item.kind == 'input' and item.shape is None:
+            lines = [f'{item.title} = {lines.pop()}']
+        # bold, tight margins, an oval hugging one line: as dot drew the samples
+        width = max(map(len, lines)) * _CHAR * points / 72 + 0.2
+        return width * 1.15 if item.kind == 'input' else width
+    for head, x in (('', item.value), (f'∂f/∂{item.symbol} = ', item.grad)):
+        if x is None:
+            continue
+        if is_array(x):
+            cells = grid(x)
+            lines.append(summary(x) if cells is None else
+                         ('  '.join(max(cells, key=lambda r: len(''.join(r)))) + '  '))
+            lines.append(head)
+        else:
+            lines.append(f'{head}{x:.4g}')
+    if flagged:
+        lines[-1] += '  (vanishing)'
     width = max(map(len, lines)) * _CHAR * points / 72 + 0.35
     return width * 1.35 if item.kind == 'input' else width   # an ellipse around the text
 
@@ -344,11 +506,19 @@ def rows(scene, width, points):
     """{node id: row} to wrap a picture wider than `width` inches onto rows, as
     a long line of text wraps, whole ranks at a time; None when it fits, when
     one rank alone is too wide, or when it has block boxes (a box cannot be
-    split across rows). Every node of a row stands on one line."""
+    split across rows), or when it is no chain (a rank of more than two
+    nodes besides constants: wrapped, its edges would cross every row).
+    Every node of a row stands on one line."""
     if width is None or scene.blocks or not scene.items:
         return None
     width *= 0.95   # the estimate is rough: keep a margin
     rank, place = ranks(scene)
+    count = {}
+    for item in scene.items:
+        if item.kind != 'const':
+            count[rank[place[item.id]]] = count.get(rank[place[item.id]], 0) + 1
+    if max(count.values(), default=0) > 2:
+        return None
     tallest = [0.0] * (max(rank) + 1)   # in LR, a rank is a column: its widest node
     across = [0.0] * (max(rank) + 1)    # in a row, a rank's nodes stand side by side
     for item in scene.items:
@@ -366,7 +536,7 @@ def rows(scene, width, points):
     return {item.id: row_of[rank[place[item.id]]] for item in scene.items}
 
 
-def strips(scene, width, points, gap=_GAP):
+def strips(scene, width, points, gap=_GAP, compact=False):
     """{node id: strip} to fold a picture wider than `width` inches (drawn left
     to right) into strips stacked one under another, where rows() cannot wrap
     it because a rank is too wide for one row (the inputs of a network): each
@@ -375,12 +545,13 @@ def strips(scene, width, points, gap=_GAP):
     wide, or when it has block boxes (a box cannot be split across strips)."""
     if width is None or scene.blocks or not scene.items:
         return None
-    width *= 0.95   # the estimate is rough: keep a margin
-    rank, place = _depths(scene)
+    # Each node just before its first use, so that a value made early and used
+    # late (1 - y in a loss) stands in the strip that uses it.
+    rank, place = ranks(scene)
     columns = [0.0] * (max(rank) + 1)   # a rank is a column: as wide as its widest node
     for item in scene.items:
         r = rank[place[item.id]]
-        columns[r] = max(columns[r], label_width(item, points))
+        columns[r] = max(columns[r], label_width(item, points, compact))
     total = sum(columns) + gap * (len(columns) - 1)
     # Whether it fits, as rows() judges it: fold only what clearly does not.
     if sum(columns) + _ROW_GAP * (len(columns) - 1) <= width or max(columns) > width:
@@ -388,10 +559,19 @@ def strips(scene, width, points, gap=_GAP):
     # The strips share dot's columns, so the picture is as wide as the sum,
     # over the columns of a strip, of the widest strip's column there. Fewest
     # strips that fit, each cut to about the same width.
-    for count in range(2, len(columns) + 1):
-        strip_of = _fill(columns, gap, total / count)
-        if _folded_width(columns, strip_of, gap) <= width:
+    # Two strips: of the places to cut that fit, the one fewest edges cross
+    # (else the narrowest); more strips: cut evenly.
+    halves = [[0] * cut + [1] * (len(columns) - cut)   # (quadratic: a few hundred ranks at most)
+              for cut in range(1, min(len(columns), FEW_RANKS))]
+    spans = [(rank[place[link.src]], rank[place[link.dst]]) for link in scene.links]
+    # (within a tenth: the estimate errs wide, and the caller measures what dot drew)
+    strip_of = min(halves, key=lambda s: (
+        _folded_width(columns, s, gap) > 1.1 * width, sum(s[a] != s[b] for a, b in spans),
+        _folded_width(columns, s, gap)))
+    for count in range(3, len(columns) + 2):
+        if _folded_width(columns, strip_of, gap) <= width * (1.1 if count == 3 else 1):
             break
+        strip_of = _fill(columns, gap, total / count)
     else:
         return None
     return {item.id: strip_of[rank[place[item.id]]] for item in scene.items}
@@ -453,11 +633,13 @@ def style(scene, mode='backward', rankdir='LR', frame=None, look=Look()):
     points = FONT_SIZE * look.font_scale
     font = f'{points:g}'
     wrapped = rows(scene, look.width, points) if rankdir == 'LR' else None
-    banded = strips(scene, look.width, points, _GAP if small else _BARE_GAP) \
+    gap = _COMPACT_GAP if look.compact else _GAP if small else _BARE_GAP
+    banded = strips(scene, look.width, points, gap, look.compact) \
         if wrapped is None and rankdir == 'LR' and look.fold else None
     graph_attr = dict(rankdir='TB' if wrapped else rankdir, fontname=FONT, fontsize=font,
-                      nodesep=f'{_NODESEP if wrapped else 0.35:g}',
-                      ranksep='0.35' if wrapped else '0.5' if small else '0.9', labelloc='b',
+                      nodesep=f'{_NODESEP if wrapped else 0.08 if look.compact else 0.35:g}',
+                      ranksep='0.2' if look.compact else '0.35' if wrapped else '0.5' if small else '0.9',
+                      labelloc='b',
                       labeljust='l', newrank='true')
     if look.size:
         graph_attr['size'] = look.size
@@ -468,7 +650,7 @@ def style(scene, mode='backward', rankdir='LR', frame=None, look=Look()):
     dot = graphviz.Digraph(
         'adgrad', graph_attr=graph_attr,
         node_attr=dict(fontname=FONT, fontsize=font, color=INK, fontcolor=INK,
-                       margin='0.12,0.06'),
+                       margin='0.08,0.03' if look.compact else '0.12,0.06'),
         edge_attr=dict(fontname=FONT, fontsize=font, arrowsize='0.7'))
 
     # Nodes go into their block's cluster. A constant used once is ranked with
@@ -487,6 +669,12 @@ def style(scene, mode='backward', rankdir='LR', frame=None, look=Look()):
             if const.kind == 'const' and uses[a] == [item.id] and const.block == item.block \
                     and wrapped is None:
                 beside[a] = item.id
+        # In a compact network, a weight that scales a neuron's output (v1 in
+        # v1*h1) hangs beside its product, as a textbook writes it on the edge.
+        if look.compact and wrapped is None and item.kind == 'op' and any(
+                kinds[a].kind == 'call' for a in arguments.get(item.id, ())):
+            beside.update((a, item.id) for a in arguments[item.id]
+                          if kinds[a].kind == 'input' and uses[a] == [item.id])
     if banded is not None:   # a folded picture: each strip its own cluster, no box
         banded.update({a: banded[op] for a, op in beside.items()})
         strip_bodies = {k: graphviz.Digraph(f'cluster_strip{k}', graph_attr=dict(
@@ -514,6 +702,7 @@ def style(scene, mode='backward', rankdir='LR', frame=None, look=Look()):
     if banded is None and wrapped is None:
         _calls_in_order(dot, scene)
     if banded is not None:
+        _columns(strip_bodies, scene, banded, beside)
         for body in strip_bodies.values():
             dot.subgraph(body)
     if wrapped is not None:
@@ -563,14 +752,22 @@ def style(scene, mode='backward', rankdir='LR', frame=None, look=Look()):
             # as one more node per edge, and past EDGE_LABELS that costs
             # seconds: larger graphs (and flat edges, whose label would sit on
             # the forward edge) get an xlabel, placed after the layout.
-            mid = small and link.src not in beside and not across and (
+            mid = small and link.src not in beside and not across and not look.compact and (
                 wrapped is None or wrapped[link.src] != wrapped[link.dst])
-            text = '≈0' if kinds[link.dst].cancels else number(link.grad)
+            text = '≈0' if kinds[link.dst].cancels else short(link.grad)
             if look.products and link.local is not None:
                 upstream = kinds[link.dst]
                 shown = grad_text(upstream) if upstream.cancels else _factor(upstream.grad)
                 text = f'{shown} · {_factor(link.local)} = {text}'
-            attrs['label' if mid else 'xlabel'] = text
+            # A compact picture has gradients on its nodes alone: beside the
+            # edges dot sets them where they fit, often over other arrows.
+            # Wrapped onto rows, dot sets a label beside its edge, over the next
+            # arrow along: a gradient that its source shows whole (used once)
+            # is left to the node; the parts that sum at a node used more than
+            # once stay.
+            wraps = wrapped is not None and len(uses[link.src]) == 1 and not look.products
+            if (not look.compact or look.products) and not wraps:   # compact: on the nodes
+                attrs['label' if mid else 'xlabel'] = text
             if frame is not None and link.src not in frame.done:
                 attrs['style'] = 'invis'
             elif frame is not None and link.src == frame.current:
@@ -588,6 +785,24 @@ def style(scene, mode='backward', rankdir='LR', frame=None, look=Look()):
     if lines:
         dot.attr(label=f'<<TABLE BORDER="0" CELLPADDING="2">{"".join(lines)}</TABLE>>')
     return dot
+
+
+def _columns(bodies, scene, banded, beside):
+    """Each strip's columns as strips() counted them, in order: a value made
+    early and used late stands beside its use, not at the strip's start."""
+    rank, place = ranks(scene)
+    columns = {}
+    for item in scene.items:
+        if item.id not in beside:   # a constant hangs beside its op, on its rank
+            columns.setdefault((banded[item.id], rank[place[item.id]]), []).append(item.id)
+    for (strip, r), ids in sorted(columns.items()):
+        with bodies[strip].subgraph() as same:
+            same.attr(rank='same')
+            for i in ids:
+                same.node(f'n{i}')
+        before = columns.get((strip, r - 1))
+        if before:
+            bodies[strip].edge(f'n{before[0]}', f'n{ids[0]}', style='invis', weight='0')
 
 
 def _rows(dot, scene, wrapped):
@@ -645,6 +860,8 @@ def _calls_in_order(dot, scene):
 
 
 def _edge_health(grad):
+    if is_array(grad):   # an array's gradient, by its norm
+        grad = norm(grad)
     if not math.isfinite(grad):
         return dict(color=NONFINITE, fontcolor=NONFINITE, penwidth='2')
     if grad == 0:
