@@ -2,6 +2,7 @@
 grad's numbers at random matrices and against the Matrix Cookbook's closed forms
 (benchmarks/calculus.py holds the table, docs/arrays.md shows it)."""
 
+import json
 import statistics
 import sys
 from pathlib import Path
@@ -182,3 +183,58 @@ def test_an_array_literal_times_a_variable_is_a_node_of_the_formula():
     for name in ('x', 'y'):
         np.testing.assert_allclose(evaluate(text + f'd_{name}', point), grad_of(graph, point, name),
                                    rtol=1e-12)
+
+
+def bindings(point, names, tmp_path):
+    """NAME=@NAME.npy for each of `names`, its array saved there."""
+    result = []
+    for name in names:
+        np.save(tmp_path / f'{name}.npy', np.asarray(point[name], dtype=np.float64))
+        result.append(f'{name}=@{tmp_path / name}.npy')
+    return result
+
+
+@pytest.mark.parametrize('name', SAMPLES)
+def test_every_array_samples_formula_reads_back_to_grads_numbers(name, run_cli, tmp_path):
+    """diff --wrt v, then eval of what it printed at the data's arrays (the
+    defaults are in its declaration): grad's gradient, sizes such as n read
+    from the arrays that arrive."""
+    graph, point = sample_point(name, np.random.default_rng(6))
+    values = tensors.evaluate(graph, point)
+    grads = tensors.gradients(graph, values)
+    data = bindings(point, SAMPLES[name], tmp_path)
+    for v in sorted(graph.inputs):
+        code, text, err = run_cli('diff', '-f', str(ROOT / 'samples' / name), '--wrt', v)
+        assert (code, err) == (0, '')
+        (tmp_path / 'd.ad').write_text(text)
+        code, out, err = run_cli('eval', '-f', str(tmp_path / 'd.ad'), *data, '--json')
+        assert (code, err) == (0, ''), text
+        np.testing.assert_allclose(json.loads(out)['value'], grads[graph.inputs[v]], rtol=1e-10,
+                                   atol=1e-12, err_msg=f'd_{v}')
+
+
+@pytest.mark.parametrize('source, wrt, printed', [
+    ('trace(X)', 'X', 'd_X = eye(n)'),
+    ('mean((W @ x - c)^2)', 'x', 'd_x = W.T @ ((W @ x - c)*(2/m))'),
+    ('sum(x)', 'x', 'd_x = ones(n)'),
+    ('sum(W)', 'W', 'd_W = ones(m, n)'),
+])
+def test_a_formula_with_sizes_reads_back_through_a_pipe(source, wrt, printed, tmp_path):
+    """`adgrad diff ... | adgrad eval - ...`, as the docs write it: a size the
+    formula needs as a number (eye(n), /m, ones(n)) is read from the arrays."""
+    import shutil
+    import subprocess
+    adgrad = shutil.which('adgrad', path=str(Path(sys.executable).parent))
+    if adgrad is None:
+        pytest.skip('adgrad is not installed beside this Python')
+    program = calculus.DECLARE + source
+    graph = lower(program)
+    point = random_point(graph, np.random.default_rng(8))
+    data = ' '.join(bindings(point, graph.inputs, tmp_path))
+    done = subprocess.run(['bash', '-c', f"{adgrad} diff '{program}' --wrt {wrt} | tee d.ad | "
+                           f'{adgrad} eval - {data} --json'], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / 'd.ad').read_text().splitlines()[-1] == printed
+    np.testing.assert_allclose(json.loads(done.stdout)['value'], grad_of(graph, point, wrt),
+                               rtol=1e-12)
