@@ -140,3 +140,29 @@ def test_lu_pivots_rows_as_lapack_does(tmp_path):
              'b': np.array([1.0, -2.0, 0.5])}
     assert np.linalg.det(point['X']) < 0
     check_against_grad(graph, point, ['X', 'b'], tmp_path, {})
+
+
+def test_hessian_blocks_in_c_and_numpy_give_hessians_numbers(tmp_path):
+    """--order 2 --wrt w,x,c: each block d2_x_y in C and in NumPy, x's shape
+    then y's, named as the second derivative, never the gradient."""
+    from autodiff_cli.derive.array_record import array_hessian
+    names = ['w', 'x', 'c']
+    graph = lower('input x[n], w = 0.5, c[m], W[m, n]; logsumexp(w * W @ x + c) + w^3 * (x @ x)')
+    point = {**random_point(graph, np.random.default_rng(12)), 'w': 0.5}
+    matrix = array_hessian(graph, point, names)
+    shapes = {v: np.shape(point[v]) for v in names}
+    starts = dict(zip(names, np.cumsum([0] + [int(np.prod(shapes[v])) for v in names])))
+    blocks = {f'd2_{x}_{y}': (x, y) for i, x in enumerate(names) for y in names[i:]}
+    text = array_derivative_text(graph, names, order=2, lang='c')
+    _, outputs = run_c(text, tmp_path, point, SIZES,
+                       {k: shapes[x] + shapes[y] for k, (x, y) in blocks.items()})
+    namespace = {}
+    exec(array_derivative_text(graph, names, order=2, lang='numpy'), namespace)   # generated
+    _, numpy_blocks = namespace['f'](**point)
+    assert set(numpy_blocks) == set(outputs) == set(blocks)
+    for label, (x, y) in blocks.items():
+        expected = matrix[starts[x]:starts[x] + int(np.prod(shapes[x])),
+                          starts[y]:starts[y] + int(np.prod(shapes[y]))]
+        for got in (outputs[label], numpy_blocks[label]):
+            np.testing.assert_allclose(np.reshape(got, expected.shape), expected, rtol=1e-10,
+                                       atol=1e-12, err_msg=label)

@@ -238,3 +238,30 @@ def test_a_formula_with_sizes_reads_back_through_a_pipe(source, wrt, printed, tm
     assert (tmp_path / 'd.ad').read_text().splitlines()[-1] == printed
     np.testing.assert_allclose(json.loads(done.stdout)['value'], grad_of(graph, point, wrt),
                                rtol=1e-12)
+
+
+@pytest.mark.parametrize('source, names', [
+    ('input A[n, n], x[n], y[m], W[m, n]; x.T @ A @ x + sum(tanh(W @ x) * y) + sum(y^3)',
+     ['x', 'y']),
+    ('input x[n], w = 0.5, c[m], W[m, n]; logsumexp(w * W @ x + c) + w^3 * (x @ x)',
+     ['w', 'x', 'c']),
+])
+def test_hessian_blocks_of_several_variables_give_hessians_numbers(source, names):
+    """--order 2 --wrt x,y: d2_x_x, d2_x_y, d2_y_y, each the block of the
+    Hessian of x's entries (rows) by y's (columns)."""
+    from autodiff_cli.derive.array_record import array_hessian
+    graph = lower(source)
+    point = random_point(graph, np.random.default_rng(9))
+    point['w'] = 0.5
+    text = array_derivative_text(graph, names, order=2)
+    matrix = array_hessian(graph, point, names)
+    sizes = [int(np.size(point[v])) for v in names]
+    starts = np.cumsum([0] + sizes)
+    labels = [line.split(' = ')[0] for line in text.splitlines() if line.startswith('d2_')]
+    assert sorted(labels) == sorted(f'd2_{x}_{y}' for i, x in enumerate(names) for y in names[i:])
+    for i, x in enumerate(names):
+        for j in range(i, len(names)):
+            block = matrix[starts[i]:starts[i + 1], starts[j]:starts[j + 1]]
+            got = evaluate(text + f'd2_{x}_{names[j]}', point)
+            np.testing.assert_allclose(np.reshape(got, block.shape), block, rtol=1e-10,
+                                       atol=1e-12, err_msg=f'{x}, {names[j]}')

@@ -13,6 +13,7 @@ import re
 from ..core.primitives import ATOM
 from ..errors import AdgradError
 from . import printers
+from .array_printers import result_shape
 from .printers import C, C_HELPERS, Names, c_number, c_safe
 from .simplify import Ref
 
@@ -505,10 +506,7 @@ class CArrays:
         return self.lines
 
     def result_shape(self, label):
-        if label == 'value':
-            return ()
-        shape = self.declared[label]
-        return shape + shape if self.derivative.order == 2 else shape
+        return result_shape(self.derivative, label)
 
     # ---- the ops of arrays ----
 

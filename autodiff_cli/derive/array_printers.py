@@ -267,6 +267,18 @@ def _label(name, order):
     return f'd_{name}' if order == 1 else f'd{order}_{name}'
 
 
+def result_shape(derivative, label):
+    """The shape of a result of array_derivative or array_hessian_formula:
+    the value's, a gradient's input's, or a Hessian block's (x's then y's)."""
+    if label == 'value':
+        return ()
+    declared = derivative.tape.declared
+    if derivative.order == 1:
+        return declared[label]
+    x, y = derivative.wrt[label]
+    return declared[x] + declared[y]
+
+
 def adgrad_formula(derivative, graph):
     """A program in adgrad's language: the inputs declared with their shapes
     (and defaults), then the derivatives, `d_x = 2*A.T @ (A @ x - b)`."""
@@ -316,10 +328,9 @@ def numpy_formula(derivative, graph):
     for op in used:
         lines += [helpers[op], '']
     parameters = ', '.join(printed.variables.values())
-    what = 'gradient' if derivative.order == 1 else 'Hessian'
-    lines += ['', f'def f({parameters}):',
-              f'    """The value and the {what} {{name: array}}, each gradient in its '
-              'input\'s shape."""']
+    what = ("the gradient {name: array}, each in its input's shape" if derivative.order == 1
+            else "the Hessian's blocks {d2_x_y: array}, each of x's shape then y's")
+    lines += ['', f'def f({parameters}):', f'    """The value and {what}."""']
     for original, name in printed.variables.items():
         lines.append(f'    {name} = np.asarray({name}, dtype=np.float64)')
     bound = set()
@@ -338,11 +349,10 @@ def numpy_formula(derivative, graph):
     (_, value, _), gradients = outputs[0], outputs[1:]
     entries = []
     for label, text, ref in gradients:
-        shape = tape.declared[label]
-        if derivative.order == 2:
-            shape = shape + shape
+        shape = result_shape(derivative, label)
         shape_text = speller.shape_text(shape) if shape else '()'
-        entries.append(f'{label!r}: np.broadcast_to({text}, {shape_text}).astype(np.float64)')
+        key = label if derivative.order == 1 else _label(label, 2)   # never the gradient's name
+        entries.append(f'{key!r}: np.broadcast_to({text}, {shape_text}).astype(np.float64)')
     lines.append(f"    return float({value}), {{{', '.join(entries)}}}")
     return '\n'.join(lines) + '\n'
 
@@ -359,11 +369,13 @@ def latex_formula(derivative, graph, function):
     lines = [rf'\[ {name} = {text} \]' for name, text in printed.bindings]
     function = latex_name(function)
     for (label, _), (_, name, text) in zip(derivative.results, printed.results):
-        by = printed.variables.get(label, latex_name(label))
+        by = [printed.variables.get(v, latex_name(v)) for v in derivative.wrt[label]]
         if derivative.order == 1:
-            head = rf'\frac{{\partial {function}}}{{\partial {by}}}'
+            head = rf'\frac{{\partial {function}}}{{\partial {by[0]}}}'
+        elif by[0] == by[-1]:
+            head = rf'\frac{{\partial^{{2}} {function}}}{{\partial {by[0]}^{{2}}}}'
         else:
-            head = rf'\frac{{\partial^{{2}} {function}}}{{\partial {by}^{{2}}}}'
+            head = rf'\frac{{\partial^{{2}} {function}}}{{\partial {by[0]} \, \partial {by[1]}}}'
         lines.append(rf'\[ {head} = {text} \]')
     return '\n'.join(lines) + '\n'
 
@@ -374,11 +386,11 @@ def array_derivative_text(graph, names, order=1, lang='adgrad'):
     code = lang in ('numpy', 'c')
     if order == 1:
         derivative = array_derivative(graph, names, with_value=code)
-    elif order == 2 and len(names) == 1:
-        derivative = array_hessian_formula(graph, names[0], with_value=code)
+    elif order == 2:
+        derivative = array_hessian_formula(graph, names, with_value=code)
     else:
-        raise AdgradError('--order 2 of an array program takes one variable, a vector or a '
-                          'number, with --wrt X; higher orders take numbers only')
+        raise AdgradError('--order of an array program is 1 or 2 (of vectors and numbers); '
+                          'higher orders take numbers only')
     if lang == 'adgrad':
         return adgrad_formula(derivative, graph)
     if lang == 'numpy':
