@@ -265,3 +265,20 @@ def test_hessian_blocks_of_several_variables_give_hessians_numbers(source, names
             got = evaluate(text + f'd2_{x}_{names[j]}', point)
             np.testing.assert_allclose(np.reshape(got, block.shape), block, rtol=1e-10,
                                        atol=1e-12, err_msg=f'{x}, {names[j]}')
+
+
+@pytest.mark.parametrize('source', [
+    'input x[4]; x[0]^2 + sum(x[1:3] * x[2:]) + x[-1]',
+    'input X[3, 4]; X[1, 2]^2 + sum(X[0] * X[2]) + sum(X[:, 1]^3) + sum(X[1:, ::2]^2)',
+    'input X[3, 4]; sum(X[:2, 3]) + sum(X[:, 1:3] * 2) + sum(X[-1]) + sum(X[:2] * X[1:])',
+    'input X[n, m]; sum(X[0] * X[1]) + X[-1, 0] + sum(X[:, 0])',
+])
+def test_a_subscripts_gradient_reads_back_as_rows_of_the_identity(source):
+    """The gradient of x[k] is g*eye(n)[k], of X[1:, ::2] eye(m)[1:].T @ G @
+    eye(n)[::2]: products with 0 and 1 that give grad's numbers."""
+    graph = lower(source)
+    point = random_point(graph, np.random.default_rng(10))
+    name = next(iter(graph.inputs))
+    text = array_derivative_text(graph, [name])
+    assert 'eye(' in text
+    np.testing.assert_allclose(evaluate(text, point), grad_of(graph, point, name), rtol=1e-14)

@@ -126,8 +126,33 @@ class Speller:
         return self.call('reshape', [arguments[0][0], '[' + ', '.join(sizes) + ']'])
 
     def op_unindex(self, i, node, arguments):
-        raise AdgradError(f'--lang {self.language} has no form yet for the gradient of '
-                          'a subscript into a larger array; --lang numpy has')
+        """g placed at key in zeros of shape, as products with rows of the
+        identity: g*eye(n)[k], eye(n)[1:3].T @ g, outer(eye(m)[i], g)."""
+        key, shape = (self.static(a) for a in node.args[1:])
+        if self.language != 'adgrad' or len(shape) > 2:
+            raise AdgradError(f'--lang {self.language} has no form yet for the gradient of '
+                              'a subscript into a larger array; --lang numpy has')
+        raw, precedence = arguments[0]
+        g = raw if precedence >= 3 else f'({raw})'        # as @'s right side, or a factor
+        rows = []     # per axis: None (every entry), or (an index?, the rows of eye)
+        for axis, n in enumerate(shape):
+            k = key[axis] if axis < len(key) else slice(None)
+            rows.append(None if k == slice(None) else (
+                not isinstance(k, slice), f'eye({self.size(n)})[{_key_text((k,), self.number)}]'))
+        if all(r is not None and r[0] for r in rows):       # one entry
+            picked = [r[1] for r in rows]
+            factor = raw if precedence >= 2 else g
+            return f"{factor}*{picked[0] if len(picked) == 1 else self.call('outer', picked)[0]}", 2
+        if len(rows) == 2 and any(r is not None and r[0] for r in rows):   # a row or a column
+            k = 0 if rows[0] is not None and rows[0][0] else 1
+            other = rows[1 - k]
+            rest = raw if other is None else f'{other[1]}.T @ {g}'
+            pair = [rows[k][1], rest] if k == 0 else [rest, rows[k][1]]
+            return self.call('outer', pair)
+        if rows[0] is None and (len(rows) == 1 or rows[1] is None):
+            return raw, precedence
+        left = (raw if precedence >= 2 else g) if rows[0] is None else f'{rows[0][1]}.T @ {g}'
+        return (left if len(rows) == 1 or rows[1] is None else f'{left} @ {rows[1][1]}'), 2
 
 
 class NumpySpeller(Speller):
