@@ -13,7 +13,7 @@ import re
 from ..core.primitives import ATOM
 from ..errors import AdgradError
 from . import printers
-from .array_printers import result_shape
+from .array_formula import declared_shapes, result_shape
 from .printers import C, C_HELPERS, Names, c_number, c_safe
 from .simplify import Ref
 
@@ -696,7 +696,6 @@ def _picked(shape, key):
 def c_formula(derivative, graph):
     """C99: int f(sizes..., inputs..., double *value, double *d_x, ...), 0 on
     success and -1 where its workspace cannot be had."""
-    from .array_formula import declared_shapes
     declared = dict(derivative.tape.declared)
     declared.update({k: v for k, v in declared_shapes(graph).items() if k not in declared})
     writer = CArrays(derivative, declared)

@@ -443,3 +443,14 @@ def array_hessian_formula(graph, names, with_value=False):
             results.append((label, blocks[x, y]))
     return Derivative(tape, results, graph.source, order=2, wrt=pairs)
 
+
+def result_shape(derivative, label):
+    """The shape of a result of array_derivative or array_hessian_formula:
+    the value's, a gradient's input's, or a Hessian block's (x's then y's)."""
+    if label == 'value':
+        return ()
+    declared = derivative.tape.declared
+    if derivative.order == 1:
+        return declared[label]
+    x, y = derivative.wrt[label]
+    return declared[x] + declared[y]

@@ -292,18 +292,6 @@ def _label(name, order):
     return f'd_{name}' if order == 1 else f'd{order}_{name}'
 
 
-def result_shape(derivative, label):
-    """The shape of a result of array_derivative or array_hessian_formula:
-    the value's, a gradient's input's, or a Hessian block's (x's then y's)."""
-    if label == 'value':
-        return ()
-    declared = derivative.tape.declared
-    if derivative.order == 1:
-        return declared[label]
-    x, y = derivative.wrt[label]
-    return declared[x] + declared[y]
-
-
 def adgrad_formula(derivative, graph):
     """A program in adgrad's language: the inputs declared with their shapes
     (and defaults), then the derivatives, `d_x = 2*A.T @ (A @ x - b)`."""
@@ -372,6 +360,7 @@ def numpy_formula(derivative, graph):
         if name is not None:
             lines.append(f'        {name} = {text}')
     (_, value, _), gradients = outputs[0], outputs[1:]
+    from .array_formula import result_shape
     entries = []
     for label, text, ref in gradients:
         shape = result_shape(derivative, label)
