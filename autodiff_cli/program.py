@@ -54,6 +54,32 @@ class Program:
         for every variable sorted by name, or for `wrt`'s in its order."""
         return self._result(point, values, self._names(wrt), strict)
 
+    def memory(self, point=None, /, *, checkpoint=None, memory_limit=None, **values):
+        """`adgrad grad --memory [--checkpoint P]`: (gradient, Memory), the
+        gradient {name: ∂f/∂name} computed keeping what `checkpoint` says
+        ('sqrt', 'every:K', 'auto' with memory_limit: bytes, or text as
+        --memory-limit reads it),
+        and the Memory of core/checkpoint.py: values and bytes kept, peak,
+        what holds the most, values computed again."""
+        from .core import checkpoint as checkpoints
+        from .core.graph import is_array_program
+        inputs, _ = self._point(point, values)
+        limit = checkpoints.parse_bytes(memory_limit) if isinstance(memory_limit, str) \
+            else memory_limit
+        policy = checkpoints.policy(checkpoint, limit)
+        if is_array_program(self.graph, inputs):
+            from .core import tensors
+            k = tensors.algebra()
+            inputs = {name: k.coerce(v) for name, v in inputs.items()}
+            tensors.shapes(self.graph, inputs)
+            with k.np.errstate(all='ignore'):
+                run = checkpoints.gradients(self.graph, inputs, k, policy)
+        else:
+            from .core.primitives import NUMBERS
+            run = checkpoints.gradients(self.graph, inputs, NUMBERS, policy)
+        return {name: run.grads[self.graph.inputs[name]] for name in sorted(self.graph.inputs)}, \
+            run.memory
+
     def hessian(self, point=None, /, *, wrt=None, **values):
         """`adgrad hessian`: the matrix of second derivatives, as a list of rows,
         over every variable sorted by name, or over `wrt`'s in its order; an

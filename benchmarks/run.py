@@ -53,13 +53,13 @@ QUICK = dict(startup_runs=3, runs=1, large_terms=500, large_depth=1000, chain_de
              statements=800)
 
 FIGURES = ('startup', 'large', 'torch', 'linearity', 'gradient', 'parse', 'derive', 'batch',
-           'memory', 'scale', 'dask', 'pipe', 'mean', 'arrays', 'work', 'calculus')
+           'memory', 'scale', 'dask', 'pipe', 'mean', 'arrays', 'work', 'calculus', 'deep')
 OPT_IN = ('mean_pipe',)   # run only when --only names them: too long for every run
 
 AGAINST = '135ea79'   # the code every figure is held to (issue 26)
 WITHIN = 1.10         # new ÷ old may be at most this
 ONCE = ('pipe', 'mean_pipe')      # too long to repeat: one run a side
-NEWER = ('mean', 'mean_pipe', 'arrays', 'work')   # of code 135ea79 lacks: --against leaves them out
+NEWER = ('mean', 'mean_pipe', 'arrays', 'work', 'deep')   # of code 135ea79 lacks: --against leaves them out
 
 
 class Figure:
@@ -124,6 +124,12 @@ def run_child(*args):
         raise RuntimeError(out.stderr.strip().splitlines()[-1] if out.stderr.strip()
                            else f'child.py {args[0]} exited {out.returncode}')
     return json.loads(out.stdout)
+
+
+def _line(lines, name):
+    """The line of benchmarks/deep.py's output for the MLP run `name`."""
+    return next((line for line in lines.splitlines() if line.startswith('mlp ')
+                 and f' rows, {name}:' in line), '')
 
 
 def median(xs):
@@ -318,6 +324,62 @@ class Bench:
                                '3-vectors, forward + backward per node (CPU time)',
                                f'{per:.2f} µs', '≤ 5 µs', verdict(per <= 5),
                                f'{script}, which prints: {found.group(0)}', {'µs per node': per}))
+        return rows
+
+    def script(self, name, modules):
+        """(its output, how the report names it, whether --quick) of
+        benchmarks/NAME run as it is; None where `modules` do not import."""
+        check = subprocess.run([sys.executable, '-c', f'import {modules}'], capture_output=True)
+        if check.returncode != 0:
+            return None
+        quick = self.sizes is QUICK
+        command = [sys.executable, str(HERE / name)] + (['--quick'] if quick else [])
+        lines = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+        return lines, f"`python benchmarks/{name}{' --quick' if quick else ''}`", quick
+
+    def deep(self):
+        """Issue 29's figures: benchmarks/deep.py, run as it is, its lines read back."""
+        import re
+        ran = self.script('deep.py', 'pyarrow')
+        if ran is None:
+            return [Figure('deep loops and checkpointing (issue 29)', 'skipped: pyarrow is not '
+                           f'installed for {sys.executable}', 'reported', 'n/a', '')]
+        lines, script, quick = ran
+        found = {m[1]: (float(m[2]), float(m[3]), float(m[4])) for m in re.finditer(
+            r'^mlp \S+, \d+ rows, (\w+): ([\d.]+) s, peak RSS (\d+) MB, reported peak (\d+) MB',
+            lines, re.M)}
+        loops = {m[1]: (float(m[2]), float(m[3]), float(m[4])) for m in re.finditer(
+            r'^loop \d+ iterations, (\w+): ([\d.]+) s, peak RSS (\d+) MB, reported peak (\d+) MB',
+            lines, re.M)}
+        mlp = re.search(r'^mlp (\S+), (\d+) rows', lines, re.M)
+        iterations = re.search(r'^loop (\d+) iterations', lines, re.M)
+        rows = []
+        if mlp and {'plain', 'sqrt', 'limit'} <= set(found):
+            what = f'{mlp[1]} tanh MLP as a loop, --data of {int(mlp[2]):,} rows'
+            plain, sqrt, limit = found['plain'], found['sqrt'], found['limit']
+            rows.append(Figure(f'deep (issue 29): {what}, plain: peak memory',
+                               f'{plain[1]:.0f} MB ({plain[0]:.1f} s; --memory says {plain[2]:.0f} '
+                               'MB)', 'reported', 'reported', f'{script}, which prints: '
+                               f'{_line(lines, "plain")}', {'MB': plain[1]}))
+            peak, time_ = sqrt[1] / plain[1], sqrt[0] / plain[0]
+            rows.append(Figure(f'deep (issue 29): the same with --checkpoint sqrt, ÷ plain',
+                               f'peak {peak:.2f}, time {time_:.2f}', 'peak ≤ 0.25, time ≤ 1.6',
+                               verdict(peak <= 0.25 and time_ <= 1.6),
+                               f'{script}, which prints: {_line(lines, "sqrt")}',
+                               {'peak ÷ plain': peak, 'time ÷ plain': time_}))
+            rows.append(Figure(f'deep (issue 29): the same with --memory-limit 300MB: peak',
+                               f'{limit[1]:.0f} MB ({limit[0]:.1f} s)', '≤ 330 MB',
+                               verdict(limit[1] <= 330 or quick),
+                               f'{script}, which prints: {_line(lines, "limit")}',
+                               {'MB': limit[1]}))
+        if iterations and {'plain', 'sqrt'} <= set(loops):
+            plain, sqrt = loops['plain'], loops['sqrt']
+            rows.append(Figure(f'deep (issue 29): {int(iterations[1]):,}-iteration scalar loop '
+                               'x = sin(x) + 0.5*x, plain and --checkpoint sqrt',
+                               f'plain {plain[0]:.1f} s, {plain[1]:.0f} MB; sqrt {sqrt[0]:.1f} s, '
+                               f'{sqrt[1]:.0f} MB', 'both complete; sqrt ≤ 100 MB',
+                               verdict(sqrt[1] <= 100), f'{script}',
+                               {'sqrt MB': sqrt[1], 'plain s': plain[0]}))
         return rows
 
     def calculus(self):

@@ -261,11 +261,14 @@ def structure(graph):
     return canonical, number[graph.output], dict(graph.defaults)
 
 
-def scalar_samples(folder):
+def scalar_samples(folder, loops=True):
     """The samples in `folder` that are programs of numbers, sorted: what
-    render, diff and the pictures take (array programs are refused there)."""
+    render, diff and the pictures take (array programs are refused there);
+    without `loops`, those with no loop too (diff does not take one yet)."""
     from pathlib import Path
 
     from autodiff_cli.language.lower import lower
-    return [path for path in sorted(Path(folder).glob('*.ad'))
-            if lower(path.read_text(encoding='utf-8')).shapes is None]
+    graphs = {path: lower(path.read_text(encoding='utf-8'))
+              for path in sorted(Path(folder).glob('*.ad'))}
+    return [path for path, graph in graphs.items()
+            if graph.shapes is None and (loops or not graph.loops)]

@@ -325,6 +325,8 @@ def test_a_size_reads_as_the_number_the_arrays_bring(run_cli, source, point, val
     ('input x[n]; x[n - 1]', 'an index must be a constant, such as 0 or -1', 15),
     ('input x[n]; eye(n, 3)', 'eye() of a size name takes that one size, as in eye(n)', 13),
     ('input x[n]; ones(2*n)', 'a size of ones() must be a constant, such as 0 or -1', 18),
+    ('input x[n]; s = 0; for i in 0..2 { s = s + n }; s', 'a size read as a number goes '
+     'outside loops: bind it before the loop, as in n_ = n', 44),
 ])
 def test_a_size_is_no_variable_nor_a_constant(run_cli, source, message, column):
     code, out, err = run_cli('eval', source, 'x=[1, 2]')

@@ -59,9 +59,12 @@ class _Recorder:
             # As a builder's method: the rule's children are the top of the
             # stack, replaced with its value.
             children = stack[-size:]
-            self.calls.append((name, () if name == 'inputs' else _shape(children)))
+            self.calls.append((name, () if name in _SPLICED else _shape(children)))
             stack[-size:] = ['*']
         return record
+
+
+_SPLICED = ('inputs', 'loop')
 
 
 class _Reference(Transformer_NonRecursive):
@@ -78,9 +81,10 @@ class _Reference(Transformer_NonRecursive):
     def __default__(self, data, children, meta):
         if data != 'program':
             # Lark splices the list of an `input` statement's defaults into
-            # it; adgrad's driver drops such lists (each default was lowered
-            # as it was read), so the statement's own children are not compared.
-            self.calls.append((str(data), () if data == 'inputs' else _shape(children)))
+            # it, and a loop's statements into the loop; adgrad's driver drops
+            # such lists (each default or statement was lowered as it was
+            # read), so the statement's own children are not compared.
+            self.calls.append((str(data), () if data in _SPLICED else _shape(children)))
         return '*'
 
 
@@ -129,6 +133,11 @@ PROGRAMS = [
     'sum(x, axis=0)', 'x[]', 'x[1:2:3:4]', '[]', 'x.T.T', 'A @ B @ C', 'input W[2,]',
     'input', 'input x', 'input x = ', 'x = = 1', 'f(x) = ', '1 = x', 'x ** * 2', 'x***2',
     ')', 'x\n+', '(x\n+', 'sin(x', 'x^', '--', 'x;;', ';x', 'a, b', 'f(x)(y)', 'x input',
+    # loops
+    'for i in 0..3 { x = x + i }', 'for i in 0..3 {\n  x = 1\n\n  y = x\n}\ny',
+    'for i in 1 .. 2.5e1 {}', 'for i in 0..3 { for j in 0..2 { x = j }; y = i }',
+    'for i in 0..3 {', 'for i in 0..3 x = 1 }', 'for i in 0...3 { x = 1 }', 'for in 0..3 {}',
+    'x = 0..3', 'for i in 0..3 { x = 1 } y', '1..2', 'for = 2',
 ]
 
 

@@ -28,7 +28,7 @@ NO_DOT = re.compile(r'--format[ =](text|dot)\b|-o \S+\.(txt|dot|gv)\b')
 
 def tools(command):
     """What `command` needs besides adgrad: the programs 'cc', 'dot', the extras
-    'dask', 'matplotlib' (plot) and 'scipy' (minimize)."""
+    'dask', 'matplotlib' (plot) and 'scipy' (minimize, fit)."""
     needed = set()
     for segment in re.split(r'&&|\|\|?|;', command):
         words = segment.split()
@@ -40,7 +40,7 @@ def tools(command):
             needed.add('dask')
         if words[:2] == ['adgrad', 'plot']:
             needed.add('matplotlib')
-        if words[:2] == ['adgrad', 'minimize']:
+        if words[:2] in (['adgrad', 'minimize'], ['adgrad', 'fit']):
             needed.add('scipy')
     return needed
 

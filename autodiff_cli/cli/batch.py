@@ -71,12 +71,18 @@ def run_points(args, graph, bindings, names, env):
     if args.nodes:
         raise UsageError('--nodes shows one point; it does not go with --points')
     batch = options(args, args.format_given)
+    from .memory import policy_of, wanted
+    checkpoint = policy_of(args) if wanted(args) else None
+    if checkpoint is not None and (args.memory or checkpoint.kind == 'auto'):
+        raise UsageError('--memory and --checkpoint auto report one point: leave out --points')
     if batch.engine == 'dask':
+        if checkpoint is not None:
+            raise UsageError('--checkpoint goes with --engine numpy')
         from ..table.dask_engine import run_dask
         return run_dask(batch, graph, bindings, names, env.warn, env.stdout)
     if batch.scheduler:
         raise UsageError('--scheduler goes with --engine dask')
     from ..table import pipeline
     run = pipeline.run_totals if batch.reduce else pipeline.run
-    run(batch, graph, bindings, values_for(graph, bindings, names), env.stdout, env.warn,
-        env.stdin)
+    run(batch, graph, bindings, values_for(graph, bindings, names, checkpoint), env.stdout,
+        env.warn, env.stdin)

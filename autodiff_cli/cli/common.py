@@ -82,7 +82,24 @@ def load_program(args, env):
     source, words = read_program(args, env.stdin)
     graph = lower_program(source, lambda note: env.say(f'adgrad: note: {note}'))
     env.keep(graph)
+    refuse_loops(graph, args)
     return graph, words
+
+
+# The commands that run a program with loops (core/loops.py), so far.
+_LOOPING = ('eval', 'grad', 'render')
+
+
+def refuse_loops(graph, args):
+    """A usage error where a command does not take loops yet: one line,
+    before anything runs."""
+    command = str(args.command)
+    forward_mode = command == 'grad' and getattr(args, 'mode', 'reverse') == 'forward'
+    if not graph.loops or command in _LOOPING and not forward_mode:
+        return
+    what = f'adgrad {command}' + (' --mode forward' if forward_mode else '')
+    raise UsageError(f'{what} does not take loops yet: eval and grad do, and render draws '
+                     'them')
 
 
 def refuse_arrays(graph, bindings, what):

@@ -69,6 +69,8 @@ def add_arguments(parser, command):
         parser.add_argument('--explain', action='store_true',
                             help='then diagnose the gradients: where each shrinks or grows '
                                  'most, what blocks them, the first non-finite one')
+        from .memory import add_arguments as add_memory
+        add_memory(parser)
     from .batch import add_options  # -o, --engine, --scheduler, for --points
     add_options(parser)
 
@@ -104,6 +106,12 @@ def run(args, env):
         run_points(args, graph, bindings, names, env)
         return Exit.OK
     inputs = input_values(graph, bindings, env.warn)
+    from . import memory
+    if memory.wanted(args):
+        if args.mode == 'forward' or args.tangent is not None:
+            raise UsageError('--memory and --checkpoint are about the backward pass: '
+                             'leave out --mode forward')
+        return memory.run_point(args, graph, inputs, names, env, data)
     if getattr(args, 'tangent', None) is not None:
         if args.mode != 'forward':
             raise UsageError('--tangent is a direction for forward mode: add --mode forward')
@@ -151,6 +159,7 @@ def write_explanation(graph, inputs, env):
     result, one finding a line, under a heading that sets it apart from the numbers."""
     from ..pictures.health import explain_point
     lines = explain_point(graph, inputs)
+    lines += memory_note(graph)
     if env.stdout_isatty:   # wrapped at spaces, not by the terminal mid-number; a pipe keeps a line each
         import shutil
         import textwrap
@@ -163,6 +172,23 @@ def write_explanation(graph, inputs, env):
     if env.partial != '∂':
         text = text.replace('∂', 'd')
     env.stdout.write(text)
+
+
+# Past this, --explain says what the backward pass keeps, and how to keep less.
+LARGE = 100_000_000
+
+
+def memory_note(graph):
+    """--explain's line on memory, where the plain pass keeps much ([] else)."""
+    from ..core.checkpoint import plain_estimate
+    from .memory import size
+    values, held = plain_estimate(graph)
+    if held < LARGE:
+        return []
+    return [f'memory: the backward pass keeps {values:,} values, about {size(held)} '
+            '(grad --memory says what holds them); --checkpoint sqrt keeps about 2√n of '
+            'n iterations or block calls and computes the rest again, with the same '
+            'gradients']
 
 
 def gradient_names(graph, args):

@@ -199,6 +199,14 @@ def first(value, *rest):
     return value
 
 
+def loop(*args):
+    """A loop and its parts run through the passes' loop hooks (loops.py), never as functions."""
+    raise NotImplementedError('a loop node runs through passes.forward')
+
+
+part = loop
+
+
 def power(a, b):
     """C's pow over arrays. np.power with a scalar exponent of 0.5 (or 2, -1)
     takes a shortcut through sqrt (or a square, a reciprocal): (-inf)^0.5 is

@@ -30,17 +30,18 @@ def _arrays():
     forwards = {row.name: getattr(arrays, row.array, None) or getattr(np, row.array)
                 for row in PRIMITIVES.values()}
     return np, SimpleNamespace(coerce=lambda v: np.asarray(v, dtype=np.float64),
-                               meeting=for_branches(LiveRows), **forwards)
+                               meeting=for_branches(LiveRows), live_rows=True, **forwards)
 
 
-def run_batch(graph, columns, rows, wrt=(), out=None):
+def run_batch(graph, columns, rows, wrt=(), out=None, checkpoint=None):
     """Values, and gradients for the names in `wrt`, at `rows` points, in
     cache-sized blocks of rows. `columns`: each input's array of `rows` values,
     or one number for all. Returns (value, {name: gradient}, bad): bad is
     (node id, rows) for the first node not finite in a row whose results are
     not (id len(graph.nodes) + k for gradient wrt[k]), or None. `out`, of
     shape (1 + len(wrt), rows), takes value and gradients as its rows, so
-    a caller that runs again reuses its memory.
+    a caller that runs again reuses its memory. `checkpoint`, a Policy of
+    checkpoint.py, keeps less for backward and computes more.
     """
     np, arrays = _arrays()
     if out is not None:
@@ -51,17 +52,27 @@ def run_batch(graph, columns, rows, wrt=(), out=None):
         value = np.empty(rows)
         gradient = {name: np.empty(rows) for name in wrt}
     first_bad, bad_rows = None, 0
-    step = max(_FEWEST_ROWS, min(_BLOCK, _BLOCK_BYTES // (16 * len(graph.nodes))))
+    # (a loop keeps its body's values at every iteration, plain)
+    kept = len(graph.nodes) + sum(graph.nodes[i].value.count * len(graph.nodes[i].value.body.nodes)
+                                  for i in graph.loops)
+    step = max(_FEWEST_ROWS, min(_BLOCK, _BLOCK_BYTES // (16 * kept)))
     with np.errstate(all='ignore'):  # IEEE results, as in the scalar path
         for start in range(0, rows, step):
             stop = min(start + step, rows)
             block = {name: column[start:stop] if np.ndim(column) else column
                      for name, column in columns.items()}
-            values = forward(graph, block, arrays)
+            if checkpoint is not None and checkpoint.kind != 'none':
+                from .checkpoint import gradients
+                values, grads = gradients(graph, block, arrays, checkpoint,
+                                          backward_pass=bool(wrt))[:2]
+                values = [0.0 if v is None else v for v in values]   # (dropped)
+            else:
+                values = forward(graph, block, arrays)
             produced = [values[graph.output]]
             value[start:stop] = produced[0]
             if wrt:
-                grads = backward(graph, values, algebra=arrays)
+                if checkpoint is None or checkpoint.kind == 'none':
+                    grads = backward(graph, values, algebra=arrays)
                 for name in wrt:
                     produced.append(grads[graph.inputs[name]])
                     gradient[name][start:stop] = produced[-1]

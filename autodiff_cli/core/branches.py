@@ -103,27 +103,31 @@ class LiveRows:
         self.live = [g is not None for g in grads]   # the seeded output: every row
 
     def __call__(self, i, args, cotangents):
-        grads, live, where = self.grads, self.live, self.where
-        rows = live[i]
+        rows = self.live[i]
         if self.nodes[i].op == 'if':   # each branch: the live rows that take it (nan takes then)
             condition = self.values[args[0]]
             reach = (False, _settle(rows & (condition != 0)), _settle(rows & (condition == 0)))
         else:
             reach = (rows,) * len(args)
         for a, da, rows_a in zip(args, cotangents, reach):
-            if da is None or rows_a is False:
-                continue
-            before, live_before = grads[a], live[a]
-            if before is None:
-                grads[a], live[a] = da, rows_a
-            elif live_before is rows_a:
-                grads[a] = self.add(before, da)
-            else:
-                if live_before is not True:
-                    before = where(live_before, before, -0.0)
-                if rows_a is not True:
-                    da = where(rows_a, da, -0.0)
-                grads[a], live[a] = self.add(before, da), _union(live_before, rows_a)
+            self.give(a, da, rows_a)
+
+    def give(self, a, da, rows_a):
+        """Add to node a's gradient a cotangent exact in the rows `rows_a`."""
+        grads, live, where = self.grads, self.live, self.where
+        if da is None or rows_a is False:
+            return
+        before, live_before = grads[a], live[a]
+        if before is None:
+            grads[a], live[a] = da, rows_a
+        elif live_before is rows_a:
+            grads[a] = self.add(before, da)
+        else:
+            if live_before is not True:
+                before = where(live_before, before, -0.0)
+            if rows_a is not True:
+                da = where(rows_a, da, -0.0)
+            grads[a], live[a] = self.add(before, da), _union(live_before, rows_a)
 
     def result(self):
         where = self.where

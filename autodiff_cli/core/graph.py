@@ -65,8 +65,8 @@ Node = namedtuple('Node', 'op args name value span block', defaults=((), None, N
 Branch = namedtuple('Branch', 'node condition then_start else_start end')
 
 
-class Graph(namedtuple('Graph', 'nodes output inputs defaults source branches notes shapes',
-                       defaults=((), (), None))):
+class Graph(namedtuple('Graph', 'nodes output inputs defaults source branches notes shapes loops',
+                       defaults=((), (), None, ()))):
     """nodes: the tape, every node's args before it; output: the output node's
     id; inputs: variable name -> input node id, in order of first use;
     defaults: variable name -> default value from `input` declarations;
@@ -74,7 +74,7 @@ class Graph(namedtuple('Graph', 'nodes output inputs defaults source branches no
     `if` node, in tape order; notes: what is worth telling the user that is
     not an error; shapes: None for a program of numbers; for one of arrays,
     variable name -> the shape its `input` declares (sizes are ints, or names
-    that the values bind)."""
+    that the values bind); loops: the ids of its `loop` nodes (loops.py)."""
     __slots__ = ()
 
     def text(self, node_id, limit=None):

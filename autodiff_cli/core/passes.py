@@ -9,22 +9,27 @@ import math
 
 from ..errors import AdgradError, NumericalError
 from ..errors import did_you_mean
-from .branches import executed, forward_taking_branches
+from . import loops
+from .branches import executed, forward_taking_branches, taken
 from .primitives import (COMPARISON, CUSTOM, LOGICAL, NUMBERS, PRIMITIVES, SELECT, STOP,
                          names_of)
 
 
-def forward(graph, inputs, algebra=NUMBERS):
+def forward(graph, inputs, algebra=NUMBERS, strides=()):
     """Values of every node, given {variable name: value} for every input.
 
     An algebra that `takes_branches` (NUMBERS: a single point) runs only the
     branch each `if` takes (its other nodes keep 0.0; executed() says which
     ran), so that branch's inf or nan never exists. Over arrays both run, and
-    backward() keeps each row to its own branch.
+    backward() keeps each row to its own branch. A loop keeps what `strides`
+    says (loops.run; checkpoint.py chooses them).
     """
     require_inputs(graph, inputs)
     values = [0.0] * len(graph.nodes)
     functions = {name: getattr(algebra, name) for name in PRIMITIVES}
+    if graph.loops:
+        forward_looping(graph, inputs, values, algebra, functions, strides)
+        return values
     if graph.branches and getattr(algebra, 'takes_branches', False):
         forward_taking_branches(graph, inputs, values, functions)
         return values
@@ -41,6 +46,34 @@ def forward(graph, inputs, algebra=NUMBERS):
         else:
             values[i] = functions[op](*[values[j] for j in args])
     return values
+
+
+def forward_looping(graph, inputs, values, algebra, functions, strides=()):
+    """forward() of a graph with loops: each loop node runs its body
+    (loops.run), and each of its parts takes one of its outputs."""
+    nodes = graph.nodes
+    takes = graph.branches and getattr(algebra, 'takes_branches', False)
+    if takes:   # inputs and constants first, as forward_taking_branches sets them
+        for i, node in enumerate(nodes):
+            if node.op == 'input':
+                values[i] = algebra.coerce(inputs[node.name])
+            elif node.op == 'const':
+                values[i] = node.value
+    per_loop = strides if callable(strides) else (lambda loop: strides)
+    for i in (taken(graph, values) if takes else range(len(nodes))):
+        node = nodes[i]
+        op, args = node.op, node.args
+        if op == 'input':
+            values[i] = algebra.coerce(inputs[node.name])
+        elif not args:
+            values[i] = node.value
+        elif op == 'loop':
+            values[i] = loops.run(node.value, [values[a] for a in args], algebra,
+                                  per_loop(node.value), strides, forward)
+        elif op == 'part':
+            values[i] = values[args[0]].outputs[node.value]
+        else:
+            values[i] = functions[op](*[values[a] for a in args])
 
 
 def require_inputs(graph, inputs):
@@ -67,7 +100,7 @@ def pullback(graph, i, g, values, algebra=NUMBERS):
     return RULES[node.op](algebra, g, values[i], *[values[a] for a in node.args])
 
 
-def backward(graph, values, output=None, algebra=NUMBERS, seed=1.0):
+def backward(graph, values, output=None, algebra=NUMBERS, seed=1.0, hooks=None):
     """∂output/∂node for every node, by the chain rule in reverse tape order;
     `seed` is the output's own cotangent (of its shape, for an array).
 
@@ -78,17 +111,34 @@ def backward(graph, values, output=None, algebra=NUMBERS, seed=1.0):
     summed back from a broadcast, tensors.py), and may hold some back (`due`).
     """
     output = graph.output if output is None else output
-    nodes = graph.nodes
-    grads = [None] * len(nodes)
+    grads = [None] * len(graph.nodes)
     grads[output] = seed
     meeting = getattr(algebra, 'meeting', None)
     meet = meeting(graph, values, grads, algebra) if meeting is not None else None
+    sweep(graph, values, grads, algebra, meet, output, hooks)
+    if meet is not None:
+        return meet.result()
+    return [0.0 if g is None else g for g in grads]
+
+
+def sweep(graph, values, grads, algebra, meet, top, hooks=None):
+    """backward()'s loop, from node `top` down to the tape's first, over
+    `grads` as seeded. `hooks` {tape position: f(position)} runs f before
+    that node (checkpoint.py's segments run again there); a loop node's
+    gradients go through its body (loops.vjp)."""
+    nodes = graph.nodes
     due = getattr(meet, 'due', None)
+    if graph.loops:
+        hooks = dict(hooks or {})
+        for i in graph.loops:
+            hooks[i] = _through_loop(graph, values, grads, algebra, meet, hooks.get(i))
     rules, k, add = RULES, algebra, algebra.add
     # pullback(), inlined and unrolled by arity: this is every gradient's hot path.
-    for i in range(output, -1, -1):
+    for i in range(top, -1, -1):
         if due and i in due:
             meet.release(i)
+        if hooks and i in hooks and hooks[i](i):
+            continue
         g, args = grads[i], nodes[i].args
         if g is None or not args:
             continue
@@ -110,9 +160,44 @@ def backward(graph, values, output=None, algebra=NUMBERS, seed=1.0):
             for a, da in zip(args, pullback(graph, i, g, values, algebra)):
                 if da is not None:
                     grads[a] = da if grads[a] is None else add(grads[a], da)
-    if meet is not None:
-        return meet.result()
-    return [0.0 if g is None else g for g in grads]
+
+
+def _through_loop(graph, values, grads, algebra, meet, before=None):
+    """The hook of a loop node: its parts' cotangents through its body to its
+    arguments (loops.vjp), met as any node's are; then the node is done."""
+    def hook(i):
+        if before is not None:
+            before(i)
+        node = graph.nodes[i]
+        part_ids = loops.parts(graph, i)
+        cotangents = [grads[p] for p in part_ids]
+        if all(g is None for g in cotangents):
+            return True
+        live = getattr(meet, 'live', None)
+        rows = [live[p] for p in part_ids] if getattr(algebra, 'live_rows', False) and \
+            live is not None else None
+        needed = getattr(meet, 'needed', None)
+        wanted = [needed[a] for a in node.args] if needed is not None else None
+        given, given_rows = loops.vjp(node.value, values[i], cotangents, algebra, sweep, rows,
+                                      wanted)
+        if getattr(algebra, 'live_rows', False):
+            if meet is not None:
+                for a, da, r in zip(node.args, given, given_rows):
+                    if da is not None:
+                        meet.give(a, da, r)
+                return True
+            # no meeting outside the loop: a gradient's other rows are no gradient, 0
+            given = [da if r is True or da is None else algebra.where(r, da, 0.0)
+                     for da, r in zip(given, given_rows)]
+        if meet is not None:
+            meet(i, node.args, given)
+            return True
+        add = algebra.add
+        for a, da in zip(node.args, given):
+            if da is not None:
+                grads[a] = da if grads[a] is None else add(grads[a], da)
+        return True
+    return hook
 
 
 def receives_gradient(graph):

@@ -478,6 +478,11 @@ _CHOICE = dict(kind=SELECT, text=('if($0, $1, $2)', ATOM, 0, 0, 0),
                latex=(r'\begin{cases} $1 & \text{if } $0 \\ $2 & \text{otherwise} \end{cases}',
                       ATOM, 0, 0, 0))
 
+def _loop_only(*args):
+    from ..errors import AdgradError
+    raise AdgradError('this does not take loops yet: write the loop out, or use eval or grad')
+
+
 # Used by derivative rules, never called by name from a program.
 INTERNAL = [
     _row('where', 3, ieee.where, 'where',
@@ -488,6 +493,13 @@ INTERNAL = [
     # a row here so that every algebra has it, as it has the primitives.
     _row('branches', 2, lambda c, g: (g, None) if c else (None, g), 'branches', _no_gradient,
          kind=INTERNAL_KIND, text=NO_FORM, numpy=NO_FORM, c=NO_FORM, js=NO_FORM, latex=NO_FORM),
+    # A `for` loop and the value of one of its names after it (loops.py):
+    # nodes of a graph, which forward and backward run through their loop
+    # hooks, never through these rows' functions (no arity: nothing probes them).
+    _row('loop', -1, _loop_only, 'loop', _loop_only, kind=INTERNAL_KIND, text=NO_FORM,
+         numpy=NO_FORM, c=NO_FORM, js=NO_FORM, latex=NO_FORM, shape=_loop_only),
+    _row('part', -1, _loop_only, 'part', _no_gradient, kind=INTERNAL_KIND, text=NO_FORM,
+         numpy=NO_FORM, c=NO_FORM, js=NO_FORM, latex=NO_FORM, shape=_loop_only),
 ]
 
 

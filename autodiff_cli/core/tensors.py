@@ -136,9 +136,14 @@ def shapes(graph, inputs):
     caret under the operator where shapes cannot go together."""
     result = [()] * len(graph.nodes)
     sizes = {}   # a size's name -> the size the first value with it gave
+    after_loop = {}   # a loop node -> the shapes of its parts
     for i, node in enumerate(graph.nodes):
         op = node.op
-        if op == 'input':
+        if op == 'loop':
+            after_loop[i] = loop_shapes(graph, i, [result[a] for a in node.args])
+        elif op == 'part':
+            result[i] = after_loop[node.args[0]][node.value]
+        elif op == 'input':
             result[i] = shape_of(inputs[node.name])
             declared = graph.shapes.get(node.name) if graph.shapes is not None else None
             if declared is not None:
@@ -183,6 +188,37 @@ def bind_sizes(graph, inputs):
         value = tuple(sizes[n][0] if isinstance(n, str) else n for n in names)
         nodes[i] = nodes[i]._replace(value=value[0] if isinstance(nodes[i].value, str) else value)
     return graph._replace(nodes=nodes)
+
+
+def loop_shapes(graph, i, given):
+    """The shapes of loop node i's parts, given its arguments' shapes: its
+    body's shape pass, once, and an error where a slice is out of range or
+    an iteration would change a carried name's shape."""
+    from .loops import SCAN
+    loop = graph.nodes[i].value
+    body, np = loop.body, algebra().np
+    inputs = {}
+    for (kind, sid), shape in zip(loop.slots, given):
+        node = body.nodes[sid]
+        if kind == SCAN:
+            last = loop.first + loop.count - 1
+            if not shape or shape[0] <= last:
+                size = f'its size is {shape[0]}' if shape else 'it is a scalar'
+                raise AdgradError(f'{node.name} takes slice {last} of {shown(shape) or "a scalar"}, '
+                                  f'but {size} along the first axis', graph.source,
+                                  node.span[0] if node.span else None)
+            shape = shape[1:]
+        inputs[node.name] = np.broadcast_to(np.float64(0.0), shape)   # a shape, no memory
+    if loop.index is not None:
+        inputs[body.nodes[loop.index].name] = np.float64(loop.first)
+    inner = shapes(body, inputs)
+    for (kind, sid), out in zip(loop.slots, loop.carry):
+        if out is not None and inner[out] != inner[sid]:
+            name = body.nodes[sid].name
+            raise AdgradError(f"'{name}' is {shown(inner[sid]) or 'a scalar'} before an iteration "
+                              f"and {shown(inner[out]) or 'a scalar'} after it: a loop keeps each "
+                              "name's shape", graph.source, _column(body, out))
+    return [inner[o] for o in loop.outputs]
 
 
 def check_shape(graph, i, shape):

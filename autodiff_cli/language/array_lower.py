@@ -72,7 +72,7 @@ class ArrayLowering:
         """The node an id names, on the tape (id >= 0) or in the body being read."""
         return self.nodes[node_id] if node_id >= 0 else self.body.nodes[~node_id]
 
-    def static_value(self, value, what):
+    def static_value(self, value, what, example='0 or -1'):
         """The value of a constant expression `value` (start, end, id), and its
         nodes dropped where they are the target's last: an axis, a size, an
         index. An AdgradError where the expression depends on a variable."""
@@ -84,7 +84,7 @@ class ArrayLowering:
                 continue
             node = self.node_at(j)
             if node.op in ('input', 'param') or node.op == 'static' and names_a_size(node.value):
-                raise self.error(f'{what} must be a constant, such as 0 or -1', start)
+                raise self.error(f'{what} must be a constant, such as {example}', start)
             needed.add(j)
             stack.extend(node.args)
         order = sorted(needed, key=lambda j: (j < 0, ~j if j < 0 else j))
@@ -124,8 +124,8 @@ class ArrayLowering:
     def current_branches(self):
         return self.branches if self.body is None else self.body.branches
 
-    def integer(self, value, what):
-        number = self.static_value(value, what)
+    def integer(self, value, what, example='0 or -1'):
+        number = self.static_value(value, what, example)
         import numpy as np
         if np.ndim(number) != 0 or not np.isfinite(number) or number != int(number):
             shown = float(number) if np.ndim(number) == 0 else number.tolist()
@@ -175,6 +175,11 @@ class ArrayLowering:
         self.has_arrays()
         (start, _, a), _, subscripts, (_, _, end, _) = stack[-4:]
         del stack[-3:]
+        if self.loops:
+            scanned = self.loop_slice(a, subscripts, (start, end))
+            if scanned is not None:
+                stack[-1] = (start, end, scanned)
+                return
         key = [None] * len(subscripts)
         for k in range(len(subscripts) - 1, -1, -1):   # the last one's nodes are the tape's last
             item = subscripts[k]
@@ -232,6 +237,9 @@ class ArrayLowering:
         when they arrive), or None for a name no declaration gives a size."""
         if not self.is_size(name):
             return None
+        if self.loops:   # a body's shapes are checked before any array binds it
+            raise self.error(f"a size read as a number goes outside loops: bind it before "
+                             f'the loop, as in {name}_ = {name}', span[0])
         return self.emit('size', (self.emit('static', (), span, value=(name,)),), span)
 
     def not_a_size(self, name, start, what):

@@ -23,6 +23,7 @@ from operator import itemgetter
 
 from ..core.branches import shifted
 from ..core.graph import Branch, Graph, Node
+from ..core.loops import CARRY, FREE, SCAN, Loop
 from ..core.primitives import CONSTANTS, FUNCTIONS, LOGIC
 from ..errors import AdgradError, did_you_mean
 from ..core.array_rules import names_a_size
@@ -40,7 +41,12 @@ MAX_BODY = 250_000
 # stores N^2/2 nodes for a graph of 2N, and is refused long before memory runs out.
 MAX_STORED = 500_000
 
-KEYWORDS = frozenset({'if', 'and', 'or', 'not', 'input', 'grad'})
+# A loop's iterations, and loops within loops: the 10^6 of a deep recurrence
+# runs; 10^8 is a typo's zeros, refused before it runs for hours.
+MAX_ITERATIONS = 10_000_000
+MAX_NESTING = 4
+
+KEYWORDS = frozenset({'if', 'and', 'or', 'not', 'input', 'grad', 'for'})
 ALIASES = {'ln': 'log', 'detach': 'stop_gradient'}
 # Names check_name() has something to say about, besides blocks.
 _RESERVED = frozenset(KEYWORDS | set(FUNCTIONS) | set(ALIASES) | set(CONSTANTS))
@@ -171,6 +177,20 @@ def _children(method):
     return reduce
 
 
+class _LoopScope:
+    """A loop being read: its range, its index's node, and its slots,
+    {(kind, id outside): input node in the body}; `saved` holds the scope
+    around it while its body is read."""
+
+    __slots__ = ('start', 'first', 'count', 'name', 'index', 'slots', 'kinds', 'names_of',
+                 'taken', 'saved', 'bound')
+
+    def __init__(self, start, first, count, name):
+        self.start, self.first, self.count, self.name = start, first, count, name
+        self.index, self.slots, self.kinds, self.names_of = None, {}, {}, {}
+        self.taken, self.saved, self.bound = {name}, None, {}
+
+
 class Lowering(ArrayLowering):
     """The builder the parser drives: one method per rule alias of the grammar."""
 
@@ -200,6 +220,8 @@ class Lowering(ArrayLowering):
         self.statements = 0
         self.mark = 0             # tape length when the current statement began
         self.notes = []
+        self.loops = []           # the loops being read, outermost first (_LoopScope)
+        self.loop_ids = []        # the loop nodes of the tape (or of the body being read)
 
     # ---- emitting ----
 
@@ -241,6 +263,10 @@ class Lowering(ArrayLowering):
         node_id = self.names.get(name)
         if node_id is not None:
             return node_id
+        if self.loops:
+            node_id = self.outside(len(self.loops) - 1, name, (start, end))
+            if node_id is not None:
+                return node_id
         if name in CONSTANTS:
             return self.emit('const', (), (start, end), name=name, value=CONSTANTS[name])
         if name in FUNCTIONS or name in self.blocks or name in ALIASES:
@@ -252,9 +278,12 @@ class Lowering(ArrayLowering):
             node_id = self.size_value(name, (start, end))
         if node_id is None:
             # Always on the tape, even while a body is read: an input belongs
-            # to the whole program, not to each call.
-            self.nodes.append(_new_node(Node, ('input', (), name, None, (start, end), None)))
-            node_id = self.input_ids[name] = len(self.nodes) - 1
+            # to the whole program, not to each call (nor to a loop's body).
+            tape = self.top_tape()
+            tape.append(_new_node(Node, ('input', (), name, None, (start, end), None)))
+            node_id = self.input_ids[name] = len(tape) - 1
+            if self.loops:
+                return self.outside(len(self.loops) - 1, name, (start, end))
         return node_id
 
     # ---- statements ----
@@ -271,6 +300,9 @@ class Lowering(ArrayLowering):
     def bare(self, stack, size):
         self.statement_begins()
         start, _, node_id = stack[-1]
+        if self.loops:
+            raise self.error("a loop body binds names: write NAME = ... here, or close the "
+                             "loop with '}' before this line", start)
         stack[-1] = None
         self.last_bare = (node_id, start)
         self.output = node_id
@@ -291,6 +323,8 @@ class Lowering(ArrayLowering):
         self.statement_begins()
         _, name_start, _, text = name
         current = self.names.get(text)
+        if current is None and self.loops:
+            current = self.outside(len(self.loops) - 1, text, (name_start, name_start + len(text)))
         if current is None:
             raise self.error(f"'{_clip(text)}' has no value to update: bind it first "
                              f'({text} = ...) or declare it (input {text} = ...)', name_start)
@@ -305,7 +339,10 @@ class Lowering(ArrayLowering):
         if self.shapes:
             self.not_a_size(name, start, 'binding')
         if name in self.input_ids and name not in self.declared:
-            use = self.nodes[self.input_ids[name]].span[0]
+            use = self.top_tape()[self.input_ids[name]].span[0]
+            if self.loops:   # x = x*2 in a body: the loop's start value is missing
+                raise self.error(f"'{_clip(name)}' is read before it has a value: give it one "
+                                 f'before the loop ({name} = ... or input {name} = ...)', use)
             raise self.error(f"'{_clip(name)}' is used before its definition", use)
         versions, nodes = self.versions, self.nodes
         count = versions[name] = versions.get(name, 0) + 1
@@ -320,6 +357,8 @@ class Lowering(ArrayLowering):
         self.names[name] = node_id
         self.output = node_id
         self.mark = len(nodes)   # the statement ends
+        if self.loops:   # where the loop's part for this name will point
+            self.loops[-1].bound[name] = span
 
     def check_name(self, name, pos, what):
         if name in KEYWORDS:
@@ -338,8 +377,17 @@ class Lowering(ArrayLowering):
             self.notes.append(f"'{name}' is this program's own {what} from here on, "
                               f"not the constant {name} = {CONSTANTS[name]!r}")
 
+    def top_tape(self):
+        """The program's own tape, where its inputs are, even while a loop's body is read."""
+        return self.loops[0].saved[0] if self.loops else self.nodes
+
+    def refuse_in_loop(self, what, pos):
+        if self.loops:
+            raise self.error(f'{what} goes outside loops: a loop body binds names', pos)
+
     @_children
     def input_head(self, children):
+        self.refuse_in_loop("an 'input' declaration", children[0][1])
         self.statement_begins()
         self.mark = len(self.nodes)
         return children[0]
@@ -402,6 +450,7 @@ class Lowering(ArrayLowering):
     @_children
     def block_head(self, children):
         (_, start, _, name), _, arguments, _, _ = children
+        self.refuse_in_loop('a block definition', start)
         self.statement_begins()
         self.check_name(name, start, 'block')
         if name in self.names or name in self.input_ids:
@@ -449,6 +498,7 @@ class Lowering(ArrayLowering):
     @_children
     def grad_head(self, children):
         _, (_, start, _, name), _, arguments, _, _ = children
+        self.refuse_in_loop('a grad declaration', start)
         self.statement_begins()
         block = self.blocks.get(name)
         if block is None:
@@ -566,7 +616,7 @@ class Lowering(ArrayLowering):
         _, start, _, name = stack[-1]
         block = self.blocks.get(name)
         if block is not None and block.fast is not None and block.grad is None \
-                and self.body is None and len(arguments) == len(block.params) \
+                and self.body is None and not self.loops and len(arguments) == len(block.params) \
                 and not self.keywords and len(self.nodes) + block.size <= self.limit:
             # instantiate() inlined for a block with its own copy function (so
             # called before): the hot path, once per call in the text.
@@ -700,8 +750,10 @@ class Lowering(ArrayLowering):
         slots = len(template.params)
         tape_ids, gather, slices, ops, names, values, spans, blocks = (
             template._plan or template.plan())
+        if self.loops:   # the tape's values a body uses come into the loop as slots
+            tape_ids = [self.tape_slot(t) for t in tape_ids]
         base = len(target)
-        if not into_body and not template.branches:
+        if not into_body and not template.branches and not self.loops:
             fast = template.fast or template.warm()
             if fast is not None:
                 calls = self.nested_calls(template, call, False) if template.instances else []
@@ -743,6 +795,176 @@ class Lowering(ArrayLowering):
                 calls.append(f'{parent}/{name}#{count}')
         return calls
 
+    # ---- loops ----
+
+    @_children
+    def loop_head(self, children):
+        """`for i in a..b {`: check the range, then read the body into a graph
+        of its own (a _LoopScope), whose slots stand for what it reads from
+        outside."""
+        (_, start, _, _), (_, name_start, _, name), _, low, _, high, _ = children
+        if self.last_bare is not None:
+            self.statement_begins()   # raises
+        if len(self.loops) >= MAX_NESTING:
+            raise self.error(f'loops nest at most {MAX_NESTING} deep', start)
+        stop = self.integer(high, "a loop's end", '10')    # (its nodes are the target's last)
+        first = self.integer(low, "a loop's start", '0')
+        if first < 0:
+            raise self.error(f"a loop's range starts at 0 or more, not {first}", low[0])
+        count = stop - first
+        if count < 1:
+            raise self.error(f'the range {first}..{stop} is empty: a..b runs i = a, ..., b-1, '
+                             'so b must be more than a', low[0])
+        total = count
+        for scope in self.loops:
+            total *= scope.count
+        if total > MAX_ITERATIONS:
+            raise self.error(f'this loop runs {total:,} iterations in all; adgrad runs at most '
+                             f'{MAX_ITERATIONS:,}', start)
+        self.check_name(name, name_start, 'loop index')
+        if self.outside_name(name) is not None or name in self.input_ids:
+            raise self.error(f"'{_clip(name)}' is already defined; a loop index needs a name "
+                             'of its own', name_start)
+        scope = _LoopScope(start, first, count, name)
+        scope.saved = (self.nodes, self.names, self.branches, self.mark, self.output,
+                       self.limit, self.loop_ids)
+        self.loops.append(scope)
+        self.nodes = self.target = []
+        self.names, self.branches, self.loop_ids = {}, [], []
+        self.limit = self.limit - len(scope.saved[0])
+        self.mark, self.output = 0, None
+        self.nodes.append(_new_node(Node, ('input', (), name, None, (name_start, name_start + len(name)),
+                                           None)))
+        self.names[name] = scope.index = 0
+        return scope
+
+    def outside_name(self, name):
+        """The id of `name` in the scope the innermost loop sits in, or None."""
+        for scope in reversed(self.loops):
+            found = scope.saved[1].get(name)
+            if found is not None:
+                return found
+        return self.names.get(name) if not self.loops else None
+
+    def scope_of(self, level):
+        """(nodes, names) of loop `level`'s body: the current ones for the innermost."""
+        if level == len(self.loops) - 1:
+            return self.nodes, self.names
+        saved = self.loops[level + 1].saved
+        return saved[0], saved[1]
+
+    def outside(self, level, name, span):
+        """The id, in loop `level`'s body, of a name bound outside it: a slot
+        made on first use; None if no scope around it binds the name."""
+        nodes, names = self.scope_of(level)
+        found = names.get(name)
+        if found is not None:
+            return found
+        scope = self.loops[level]
+        if level == 0:
+            outer = scope.saved[1].get(name)
+            if outer is None:
+                outer = self.input_ids.get(name)
+        else:
+            outer = self.outside(level - 1, name, span)
+        if outer is None:
+            return None
+        slot = self.slot(level, outer, name, span)
+        names[name] = slot
+        return slot
+
+    def slot(self, level, outer, name, span, kind=FREE, key='name'):
+        """The input node in loop `level`'s body that stands for the id `outer`
+        of the scope around it: a name read there (`key` 'name'), a value a
+        block's body uses ('tape'), or the slices of a stacked array (SCAN)."""
+        scope = self.loops[level]
+        found = scope.slots.get((key, outer))
+        if found is not None:
+            return found
+        nodes, _ = self.scope_of(level)
+        shown = name
+        while shown in scope.taken:   # an input's name is unique in its graph
+            shown += "'"
+        scope.taken.add(shown)
+        nodes.append(_new_node(Node, ('input', (), shown, None, span, None)))
+        sid = scope.slots[(key, outer)] = len(nodes) - 1
+        scope.kinds[sid], scope.names_of[sid] = kind, name
+        return sid
+
+    def tape_slot(self, tape_id):
+        """A tape id a block's body uses, as the innermost loop's body sees it:
+        the value it had when the block was defined, whatever the loop rebinds."""
+        outer = tape_id
+        for level in range(len(self.loops)):
+            node = (self.loops[0].saved[0] if level == 0 else self.scope_of(level - 1)[0])[outer]
+            outer = self.slot(level, outer, node.name or f'_{outer}', node.span, key='tape')
+        return outer
+
+    def loop_slice(self, a, subscripts, span):
+        """W[i] of a value W from outside the innermost loop and its index i:
+        a slot that takes W's i-th slice at each iteration (None where the
+        subscripts do not use the index)."""
+        scope = self.loops[-1]
+        values = [item for item in subscripts if type(item) is tuple]
+        if not any(item[2] == scope.index for item in values):
+            return None
+        outer = next((o for (key, o), sid in scope.slots.items() if sid == a and key == 'name'),
+                     None)
+        if len(subscripts) != 1 or subscripts[0][2] != scope.index or outer is None:
+            raise self.error(f"a loop's index subscripts a value from outside the loop alone, "
+                             f'as W[{scope.name}]', span[0])
+        name = scope.names_of[a]
+        slot = self.slot(len(self.loops) - 1, outer, f'{name}[{scope.name}]', span, SCAN, 'scan')
+        scope.names_of[slot] = name
+        return slot
+
+    def loop(self, stack, size):
+        """The loop's `}`: its body becomes a graph, and the loop one node of
+        the scope around it, followed by a `part` per name the body binds."""
+        scope, brace = stack[-size], stack[-1]
+        del stack[-size + 1:]
+        stack[-1] = None
+        body_nodes, body_names, body_branches = self.nodes, self.names, self.branches
+        body_loops = self.loop_ids
+        (self.nodes, self.names, self.branches, self.mark, self.output, self.limit,
+         self.loop_ids) = scope.saved
+        self.target = self.nodes
+        self.loops.pop()
+        slot_ids = set(scope.slots.values())
+        bound = sorted((node_id, name) for name, node_id in body_names.items()
+                       if node_id not in slot_ids and node_id != scope.index)
+        if not bound:
+            raise self.error('this loop binds no name: its body is NAME = ... statements',
+                             scope.start)
+        bound_names = {name for _, name in bound}
+        slots, args, carry = [], [], []
+        for (key, outer), sid in scope.slots.items():
+            name, kind = scope.names_of[sid], scope.kinds[sid]
+            if kind == SCAN and name in bound_names:
+                raise self.error(f"'{_clip(name)}' changes in the loop, so its slices cannot be "
+                                 f'taken there', body_nodes[sid].span[0])
+            if key == 'name' and name in bound_names:
+                kind = CARRY
+            slots.append((kind, sid))
+            carry.append(body_names[name] if kind == CARRY else None)
+            args.append(outer)
+        inputs = {body_nodes[sid].name: sid for sid in [scope.index, *scope.slots.values()]}
+        outputs = tuple(node_id for node_id, _ in bound)
+        names = tuple(name for _, name in bound)
+        body = Graph(body_nodes, outputs[-1], inputs, {}, self.source, tuple(body_branches),
+                     (), None, tuple(body_loops))
+        loop = Loop(body, scope.first, scope.count, scope.index, tuple(slots), tuple(carry),
+                    outputs, names)
+        span = (scope.start, brace[2])
+        loop_id = self.emit('loop', tuple(args), span, value=loop)
+        self.loop_ids.append(loop_id)
+        self.statements += 1
+        for k, (node_id, name) in enumerate(bound):
+            node_span = scope.bound.get(name, span)   # the statement NAME = ... in the body
+            part = self.emit('part', (loop_id,), node_span, value=k)
+            self.bind(('NAME', node_span[0], node_span[0] + len(name), name), part, node_span)
+        self.statement_ends()
+
     # ---- the whole program ----
 
     def hint_at_number_bindings(self):
@@ -766,7 +988,8 @@ class Lowering(ArrayLowering):
         if not self.input_ids:
             self.hint_at_number_bindings()
         return Graph(self.nodes, self.output, self.input_ids, self.defaults, self.source,
-                     tuple(self.branches), tuple(dict.fromkeys(self.notes)), self.shapes)
+                     tuple(self.branches), tuple(dict.fromkeys(self.notes)), self.shapes,
+                     tuple(self.loop_ids))
 
 
 def _binary(op):

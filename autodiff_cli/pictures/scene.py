@@ -252,6 +252,8 @@ def scene(graph, values=None, grads=None):
             if node.op == 'custom':   # a block whose derivative the program declared
                 block = (node.block or '').rpartition('/')[2].partition('#')[0]
                 title = f'{block}: derivative given ✎'
+            elif node.op == 'loop':   # one node however many iterations: its body runs them
+                title = f'loop × {node.value.count:,}'
             expr = graph.text(i, TEXT_LIMIT)
             if node.name is not None:
                 expr = f'{node.name} = {expr}'
@@ -261,13 +263,15 @@ def scene(graph, values=None, grads=None):
                 expr = f'{f} = {title}' if title != f else None
             elif node.name is None:
                 expr = f'{f} = {expr}'
-        value = None if values is None else as_scalar(values[i])
+        # A loop has no number of its own: it shows its last part's.
+        shown = i if node.op != 'loop' else i + len(node.value.outputs)
+        value = None if values is None else as_scalar(values[shown])
         items.append(Item(i, kind, title, node_symbol(graph, i, f), expr, value,
-                          None if grads is None else as_scalar(grads[i]),
+                          None if grads is None else as_scalar(grads[shown]),
                           node.block, live[i], ran=ran[i],
                           shape=value.shape if is_array(value) else None))
         flows = partials = None
-        if grads is not None and live[i] and node.args:
+        if grads is not None and live[i] and node.args and node.op != 'loop':
             flows = flowing(graph, i, grads[i], values)
             # ∂node/∂argument is a number only where both are numbers
             partials = [None] * len(node.args) if arrays else pullback(graph, i, 1.0, values)

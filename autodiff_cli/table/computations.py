@@ -29,13 +29,14 @@ class Values:
 
     fixed = ()   # inputs that no column may give (ArrayRows' arrays)
 
-    def __init__(self, graph, names):
-        self.graph, self.names = graph, list(names)
+    def __init__(self, graph, names, checkpoint=None):
+        self.graph, self.names, self.checkpoint = graph, list(names), checkpoint
         self.outputs = ['value'] + [f'd_{n}' for n in self.names]
 
     def __call__(self, columns, rows):
         from ..core.batch import run_batch
-        value, gradient, bad = run_batch(self.graph, columns, rows, self.names)
+        value, gradient, bad = run_batch(self.graph, columns, rows, self.names,
+                                         checkpoint=self.checkpoint)
         return [value, *gradient.values()], bad
 
     def report(self, bad, count, strict, warn):
@@ -51,12 +52,15 @@ class Values:
                       'the first node where that happens', strict, warn)
 
 
-def values_for(graph, bindings, names):
-    """eval's and grad's computation: Values, or ArrayRows for an array program."""
+def values_for(graph, bindings, names, checkpoint=None):
+    """eval's and grad's computation: Values, or ArrayRows for an array program
+    (`checkpoint`, a Policy, for a batch of numbers)."""
     from ..core.graph import is_array_program
     if is_array_program(graph, bindings):
+        if checkpoint is not None and checkpoint.kind != 'none':
+            raise UsageError('--checkpoint with --points takes programs of numbers, so far')
         return ArrayRows(graph, bindings, names)
-    return Values(graph, names)
+    return Values(graph, names, checkpoint)
 
 
 class ArrayRows(Values):

@@ -1,0 +1,151 @@
+"""`grad --memory`, `--checkpoint` and `--memory-limit`: what the backward pass
+keeps, and gradients that keep less and compute more (core/checkpoint.py)."""
+
+from ..errors import AdgradError, UsageError
+from .common import Exit, numerical
+
+
+def add_arguments(parser):
+    parser.add_argument('--memory', action='store_true',
+                        help='also report what the backward pass keeps: values, bytes, the '
+                             'peak and what holds the most')
+    parser.add_argument('--checkpoint', metavar='POLICY', default=None,
+                        help='keep only checkpoints in forward and compute each segment again '
+                             'in backward: sqrt, every:K or auto (with --memory-limit); '
+                             'the same gradients, bit for bit')
+    parser.add_argument('--memory-limit', metavar='SIZE', default=None,
+                        help='for --checkpoint auto: the peak to stay within, such as 200MB')
+
+
+def policy_of(args):
+    """The checkpoint Policy that the options ask for (plain without them)."""
+    from ..core import checkpoint
+    limit = getattr(args, 'memory_limit', None)
+    text = getattr(args, 'checkpoint', None)
+    if limit is not None and text not in (None, 'auto'):
+        raise UsageError('--memory-limit goes with --checkpoint auto')
+    if limit is not None and text is None:
+        text = 'auto'
+    try:
+        return checkpoint.policy(text, None if limit is None else checkpoint.parse_bytes(limit))
+    except AdgradError as error:   # of an option: bad usage, not bad input
+        raise UsageError(error.message) from None
+
+
+def wanted(args):
+    return bool(getattr(args, 'memory', False) or getattr(args, 'checkpoint', None)
+                or getattr(args, 'memory_limit', None))
+
+
+def run_point(args, graph, inputs, names, env, data=()):
+    """grad at one point through checkpoint.gradients: the result, then the
+    memory report with --memory."""
+    from ..core import checkpoint
+    from ..core.graph import is_array_program
+    from ..core.numbers import plain
+    from .output import Format, Result, write
+    if args.nodes:
+        raise UsageError('--nodes shows every value, which --checkpoint and --memory do not '
+                         'keep: leave one out')
+    if getattr(args, 'explain', False):
+        raise UsageError('--explain runs its own passes: leave out --memory and --checkpoint')
+    pol = policy_of(args)
+    arrays = is_array_program(graph, inputs)
+    start = len(env.warn.messages)
+    if arrays:
+        from types import SimpleNamespace
+
+        from ..core import tensors
+        k = tensors.algebra()
+        k = SimpleNamespace(**{**vars(k), 'wanted': frozenset(names)})
+        inputs = {name: k.coerce(v) for name, v in inputs.items()}
+        tensors.shapes(graph, inputs)
+        if pol.kind == 'auto':
+            pol = pol._replace(limit=max(1, pol.limit - _process_bytes()))
+        with k.np.errstate(all='ignore'):
+            run = checkpoint.gradients(graph, inputs, k, pol)
+        value = run.values[graph.output]
+        if getattr(value, 'ndim', 0):
+            raise UsageError(f'grad needs a scalar output, and this one has shape '
+                             f'{tensors.shown(value.shape)}: take sum(...) or mean(...) of it')
+        finite = tensors.is_finite
+    else:
+        from ..core.primitives import NUMBERS
+        if pol.kind == 'auto':
+            pol = pol._replace(limit=max(1, pol.limit - _process_bytes()))
+        run = checkpoint.gradients(graph, inputs, NUMBERS, pol)
+        value = run.values[graph.output]
+
+        def finite(x):
+            return x - x == 0
+    if not finite(value):
+        numerical('the value is not finite', args.strict, env.warn)
+    gradients = {name: run.grads[graph.inputs[name]] for name in names}
+    infinite = [n for n, g in gradients.items() if not finite(g)]
+    if infinite:
+        numerical(f'the gradient ∂f/∂{infinite[0]} is not finite', args.strict, env.warn)
+    result = Result(value=plain(value),
+                    inputs={n: plain(inputs[n]) for n in sorted(graph.inputs) if n not in data},
+                    gradients={n: plain(g) for n, g in gradients.items()},
+                    warnings=env.warn.messages[start:], title=graph.text(graph.output, 60))
+    fmt = Format(args.format)
+    if fmt is Format.JSON:
+        import json
+
+        from .output import json_text
+        out = json.loads(json_text(result, env))
+        if args.memory:
+            out['memory'] = as_json(run.memory)
+        env.stdout.write(json.dumps(out, allow_nan=False, ensure_ascii=False) + '\n')
+        return Exit.OK
+    if fmt not in (Format.PLAIN, Format.TABLE):
+        raise UsageError(f'--memory and --checkpoint write plain, table or json, not {fmt.value}')
+    write(result, Format.PLAIN, env)
+    if args.memory:
+        env.stdout.write(report_text(run.memory))
+    return Exit.OK
+
+
+def _process_bytes():
+    """What this process holds now (Linux's /proc, else the peak so far):
+    auto's limit is the whole process's, so the pass gets what is left."""
+    try:
+        with open('/proc/self/statm', encoding='ascii') as f:
+            import os
+            return int(f.read().split()[1]) * os.sysconf('SC_PAGE_SIZE')
+    except (OSError, ValueError, IndexError):
+        import resource
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def as_json(memory):
+    return {'checkpoint': policy_name(memory.policy), 'values': memory.values,
+            'bytes': memory.bytes, 'gradient_bytes': memory.gradient_bytes,
+            'peak': memory.peak, 'recomputed': memory.recomputed,
+            'held_most': [{'what': what, 'bytes': size} for what, size in memory.holders]}
+
+
+def policy_name(pol):
+    if pol.kind == 'every':
+        return f'every:{pol.every}'
+    return pol.kind
+
+
+def report_text(memory):
+    """The memory report as lines of `memory` fields, tab-separated as plain output is."""
+    lines = [f'memory\tcheckpoint\t{policy_name(memory.policy)}',
+             f'memory\tvalues kept\t{memory.values}',
+             f'memory\tbytes kept\t{memory.bytes}\t{size(memory.bytes)}',
+             f'memory\tgradients\t{memory.gradient_bytes}\t{size(memory.gradient_bytes)}',
+             f'memory\tpeak\t{memory.peak}\t{size(memory.peak)}',
+             f'memory\tcomputed again\t{memory.recomputed}']
+    lines += [f'memory\theld by\t{what}\t{size(n)}' for what, n in memory.holders]
+    return ''.join(line + '\n' for line in lines)
+
+
+def size(n):
+    """Bytes as people read them, in powers of 1000: B, kB, MB or GB to one decimal."""
+    for unit, scale in (('GB', 1e9), ('MB', 1e6), ('kB', 1e3)):
+        if n >= scale:
+            return f'{n / scale:.1f} {unit}'
+    return f'{n} B'

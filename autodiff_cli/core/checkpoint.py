@@ -1,0 +1,405 @@
+"""What the backward pass keeps, and gradient checkpointing: keep less, run again.
+
+Plain, forward keeps every node's value (and every iteration's, in a loop)
+for backward. Checkpointed, it keeps only the values that cross from one
+segment to a later one, and backward runs each segment's forward again just
+before its gradients flow, then drops it. Segments follow the program:
+- a loop's iterations: its carried state is kept every K iterations, and a
+  segment of K is run again, keeping every value (several levels of K when
+  `auto` must go lower than one level can: strides, outermost first);
+- the tape's block calls (a run of nodes of one top-level call is a unit);
+  a tape with fewer than two calls has a unit per node. A segment is K units.
+Policies: `sqrt` (K = ⌈√n⌉ of n iterations or units), `every:K`, and `auto`,
+the fewest runs again whose estimated peak fits `limit` bytes. Gradients are
+the plain pass's bit for bit: the same operations on the same values, in
+the same order.
+"""
+
+import math
+from collections import namedtuple
+
+from ..errors import AdgradError
+from . import loops
+from .passes import forward, sweep, taken
+
+Policy = namedtuple('Policy', 'kind every limit')   # kind: 'none', 'sqrt', 'every', 'auto'
+
+PLAIN = Policy('none', 0, None)
+FLOAT_BYTES = 32      # a float object (24) and its place in a list (8)
+ARRAY_BYTES = 120     # an ndarray's header and its place in a list, past its data
+LIST_BYTES = 56
+MAX_LEVELS = 6        # of strides: auto's 2^6 runs of the body cost 7 forward passes
+
+
+def policy(text, limit=None):
+    """A Policy from `sqrt`, `every:K` (K a whole number ≥ 1) or `auto` (which
+    needs `limit`, in bytes); AdgradError for anything else."""
+    if text in (None, 'none'):
+        return PLAIN
+    if text == 'sqrt':
+        return Policy('sqrt', 0, limit)
+    if text == 'auto':
+        if limit is None:
+            raise AdgradError('--checkpoint auto needs --memory-limit, such as 200MB')
+        return Policy('auto', 0, limit)
+    if text.startswith('every:'):
+        k = text[len('every:'):]
+        if k.isascii() and k.isdigit() and int(k) >= 1:
+            return Policy('every', int(k), limit)
+    raise AdgradError(f"unknown --checkpoint '{text}': sqrt, every:K (K a whole number "
+                      "from 1) or auto")
+
+
+def parse_bytes(text):
+    """Bytes from a number and a unit: B, kB, MB, GB (powers of 1000), KiB, MiB,
+    GiB (of 1024), or none; AdgradError otherwise."""
+    units = {'': 1, 'b': 1, 'kb': 1e3, 'mb': 1e6, 'gb': 1e9, 'kib': 2 ** 10, 'mib': 2 ** 20,
+             'gib': 2 ** 30}
+    number = text.strip().lower().rstrip('bkmgi')
+    unit = text.strip().lower()[len(number):]
+    try:
+        value = float(number) * units[unit]
+    except (ValueError, KeyError):
+        value = None
+    if value is None or not math.isfinite(value) or value <= 0:
+        raise AdgradError(f"a memory size such as 200MB or 1.5GB, not '{text}'")
+    return int(value)
+
+
+def value_bytes(value):
+    """The bytes a value holds, as Python holds it: a float's object, an
+    array's data (none for a view of another's) and header."""
+    if isinstance(value, loops.LoopRun) or value is None:
+        return 8
+    nbytes = getattr(value, 'nbytes', None)
+    if nbytes is None or getattr(value, 'ndim', 1) == 0 and not hasattr(value, 'base'):
+        return FLOAT_BYTES
+    return ARRAY_BYTES + (nbytes if getattr(value, 'base', None) is None else 0)
+
+
+def values_bytes(values):
+    return sum(map(value_bytes, values)) + LIST_BYTES
+
+
+def plain_estimate(graph):
+    """(values, bytes) a plain backward pass of a program of numbers keeps,
+    without running it: every node's value and every iteration's."""
+    values, lists = _kept(graph)
+    return values, values * FLOAT_BYTES + lists * LIST_BYTES
+
+
+def _kept(graph):
+    values, lists = len(graph.nodes), 1
+    for i in graph.loops:
+        loop = graph.nodes[i].value
+        inner_values, inner_lists = _kept(loop.body)
+        values += loop.count * inner_values
+        lists += loop.count * inner_lists
+    return values, lists
+
+
+# ---- a loop's strides ----
+
+def loop_strides(loop, pol, iteration, state, budget=None):
+    """The strides a loop keeps its state at, outermost first (() keeps every
+    iteration's values), given the bytes of one iteration's values and of
+    its carried state; `budget` bounds auto's estimated peak."""
+    n = loop.count
+    if pol.kind == 'none' or n == 1:
+        return ()
+    if pol.kind == 'sqrt':
+        return (max(1, math.ceil(math.sqrt(n))),)
+    if pol.kind == 'every':
+        return (min(pol.every, n),)
+    if budget is None or n * iteration <= budget:
+        return ()
+    best = None
+    for levels in range(1, MAX_LEVELS + 1):
+        strides = _even_strides(n, levels, iteration, state)
+        peak = loop_peak(n, strides, iteration, state)
+        if best is None or peak < best[0]:
+            best = (peak, strides)
+        if peak <= budget:
+            return strides
+    return best[1]   # the least it can keep; the report says it is over the limit
+
+
+def _even_strides(n, levels, iteration, state):
+    """`levels` strides in an even ratio, the innermost chosen so that the
+    kept states weigh about as much as the segment run again."""
+    if levels == 1:
+        k = max(1, round(math.sqrt(n * state / max(iteration, 1))))
+        return (min(k, n),)
+    ratio = n ** (1 / (levels + 1))
+    strides, stride = [], n
+    for _ in range(levels):
+        stride = max(1, math.ceil(stride / ratio))
+        strides.append(stride)
+    return tuple(dict.fromkeys(strides))
+
+
+def loop_peak(n, strides, iteration, state):
+    """The bytes a loop holds at most for backward: its kept states and one
+    innermost segment's values (or every iteration's, with no strides)."""
+    if not strides:
+        return n * iteration
+    held, span = 0, n
+    for stride in strides:
+        held += math.ceil(span / stride) * state
+        span = stride
+    return held + span * iteration
+
+
+def recomputed(n, strides):
+    """Iterations run again during backward."""
+    return n * len(strides)
+
+
+# ---- the tape's segments ----
+
+def units(graph):
+    """Where the tape's units start: each top-level block call's run of nodes
+    (a call's own nodes are contiguous), or each node without two calls."""
+    calls = [None if not isinstance(node.block, str) else node.block.split('/', 1)[0]
+             for node in graph.nodes]
+    if len(set(c for c in calls if c is not None)) < 2:
+        return list(range(len(graph.nodes)))
+    return [i for i in range(len(graph.nodes)) if i == 0 or calls[i] != calls[i - 1]]
+
+
+def tape_cuts(graph, pol, sizes=None, budget=None):
+    """The starts of the tape's segments, in order (from 0); [0] is one segment."""
+    starts = units(graph)
+    n = len(starts)
+    if pol.kind == 'none' or n < 2:
+        return [0]
+    if pol.kind == 'sqrt':
+        k = math.ceil(math.sqrt(n))
+    elif pol.kind == 'every':
+        k = pol.every
+    else:
+        total = sum(sizes) if sizes else 0
+        if budget is None or total <= budget:
+            return [0]
+        k = max(1, math.ceil(math.sqrt(n)))
+    return starts[::k]
+
+
+def keep_set(graph, cuts):
+    """Which nodes' values backward needs from outside their own segment:
+    inputs, constants, loops and their parts, what a later segment reads, and
+    the output. The rest of a segment is run again when its turn comes."""
+    segment = _segment_of(len(graph.nodes), cuts)
+    keep = [node.op in ('input', 'const', 'static', 'loop', 'part') or not node.args
+            for node in graph.nodes]
+    keep[graph.output] = True
+    for i, node in enumerate(graph.nodes):
+        for a in node.args:
+            if segment[a] != segment[i]:
+                keep[a] = True
+    return keep
+
+
+def _segment_of(count, cuts):
+    segment, s = [0] * count, 0
+    bounds = list(cuts[1:]) + [count]
+    for i in range(count):
+        while i >= bounds[s]:
+            s += 1
+        segment[i] = s
+    return segment
+
+
+# ---- a checkpointed pass ----
+
+Run = namedtuple('Run', 'values grads memory')
+# Memory: the values forward keeps for backward (count, bytes), the bytes of
+# the gradients, the estimated peak of the pass, its largest holders as
+# (what, bytes), and how many values backward computes again.
+Memory = namedtuple('Memory', 'values bytes gradient_bytes peak holders recomputed policy')
+
+
+def gradients(graph, inputs, algebra, pol=PLAIN, seed=1.0, backward_pass=True):
+    """Values and gradients of every node (a Run), keeping what `pol` says,
+    and the Memory the pass held. Values the checkpointed forward dropped
+    hold None (a placeholder of their shape over arrays) afterwards."""
+    from .passes import require_inputs
+    require_inputs(graph, inputs)
+    budget = pol.limit if pol.kind == 'auto' else None
+    loop_info = {}
+
+    def strides_of(loop):
+        def choose(values, state):
+            # (a body's inputs are the carried state or the loop's arguments, held there)
+            iteration = LIST_BYTES + sum(value_bytes(v) for v, node in zip(values, loop.body.nodes)
+                                         if node.op != 'input')
+            held = sum(value_bytes(v) for v in state if v is not None)
+            return loop_info.setdefault(id(loop), (loop, iteration, held, loop_strides(
+                loop, pol, iteration, held, budget)))[3]
+        return choose
+    cuts = tape_cuts(graph, pol) if pol.kind in ('sqrt', 'every') else [0]
+    if len(cuts) == 1:
+        values = forward(graph, inputs, algebra, strides_of)
+        ran = None
+    else:
+        values, ran = _forward_dropping(graph, inputs, algebra, cuts, strides_of)
+    grads = None
+    segments = []
+    if backward_pass:
+        grads = [None] * len(graph.nodes)
+        grads[graph.output] = seed
+        meeting = getattr(algebra, 'meeting', None)
+        meet = meeting(graph, values, grads, algebra) if meeting is not None else None
+        hooks = None if ran is None else _refills(graph, values, algebra, cuts, ran, segments)
+        # From the end of the output's segment, whose hook runs it again first
+        # (nodes past the output get no gradient).
+        top = graph.output if ran is None else min(
+            [stop for stop in list(cuts[1:]) + [len(graph.nodes)] if stop > graph.output]) - 1
+        sweep(graph, values, grads, algebra, meet, top, hooks)
+        grads = meet.result() if meet is not None else [0.0 if g is None else g for g in grads]
+    memory = _memory(graph, values, grads, loop_info, cuts, ran, segments, pol)
+    return Run(values, grads, memory)
+
+
+def _placeholder(value):
+    """A dropped value's stand-in: None, or over arrays a view of one zero in
+    its shape, which backward's meetings can read a shape from."""
+    shape = getattr(value, 'shape', None)
+    if not shape:
+        return None
+    import numpy as np
+    return np.broadcast_to(np.float64(0.0), shape)
+
+
+def _compute(graph, i, values, inputs, algebra, functions):
+    node = graph.nodes[i]
+    if node.op == 'input':
+        values[i] = algebra.coerce(inputs[node.name])
+    elif not node.args:
+        values[i] = node.value
+    elif node.op == 'part':
+        values[i] = values[node.args[0]].outputs[node.value]
+    else:
+        values[i] = functions[node.op](*[values[a] for a in node.args])
+
+
+def _forward_dropping(graph, inputs, algebra, cuts, strides_of):
+    """Forward, keeping only keep_set's values past each segment's end: the
+    values (dropped ones as _placeholder) and which nodes ran."""
+    from .primitives import PRIMITIVES
+    functions = {name: getattr(algebra, name) for name in PRIMITIVES}
+    nodes = graph.nodes
+    keep = keep_set(graph, cuts)
+    values = [0.0] * len(nodes)
+    ran = bytearray(len(nodes))
+    takes = graph.branches and getattr(algebra, 'takes_branches', False)
+    if takes:   # as forward_taking_branches: inputs and constants first
+        for i, node in enumerate(nodes):
+            if node.op == 'input' or node.op == 'const':
+                _compute(graph, i, values, inputs, algebra, functions)
+    ends = list(cuts[1:]) + [len(nodes)]
+    s, start = 0, 0
+    for i in (taken(graph, values) if takes else range(len(nodes))):
+        while i >= ends[s]:
+            _drop(values, keep, start, ends[s])
+            start, s = ends[s], s + 1
+        node = nodes[i]
+        if node.op == 'loop':
+            values[i] = loops.run(node.value, [values[a] for a in node.args], algebra,
+                                  strides_of(node.value), strides_of, forward)
+        else:
+            _compute(graph, i, values, inputs, algebra, functions)
+        ran[i] = 1
+    for i in range(len(nodes)):   # nodes a point skipped ran as far as executed() says
+        if not ran[i] and nodes[i].op == 'input':
+            ran[i] = 1
+    return values, ran
+
+
+def _drop(values, keep, start, stop):
+    for j in range(start, stop):
+        if not keep[j]:
+            values[j] = _placeholder(values[j])
+
+
+def _refills(graph, values, algebra, cuts, ran, log):
+    """backward's hooks: at each segment's last node, drop the segment above
+    (its gradients have flowed) and run this one's forward again."""
+    from .primitives import PRIMITIVES
+    functions = {name: getattr(algebra, name) for name in PRIMITIVES}
+    keep = keep_set(graph, cuts)
+    ends = list(cuts[1:]) + [len(graph.nodes)]
+    hooks, above = {}, {}
+    for s, (start, stop) in enumerate(zip(cuts, ends)):
+        def refill(i, start=start, stop=stop, s=s):
+            if s + 1 < len(cuts):
+                _drop(values, keep, cuts[s + 1], ends[s + 1])
+            count = 0
+            for j in range(start, stop):
+                if ran[j] and not keep[j]:
+                    _compute(graph, j, values, {}, algebra, functions)
+                    count += 1
+            log.append((s, count, values_bytes(values[start:stop])))
+        hooks[stop - 1] = refill
+    return hooks
+
+
+def _memory(graph, values, grads, loop_info, cuts, ran, segments, pol):
+    """The Memory of a pass: what forward kept, and the peak estimated from
+    the kept values, the largest segment run again and the gradients."""
+    holders = {}
+    count, kept = 0, 0
+    keep = keep_set(graph, cuts) if len(cuts) > 1 else None
+    for i, value in enumerate(values):
+        if keep is not None and not keep[i]:
+            continue
+        size = value_bytes(value)
+        count += 1
+        kept += size
+        if graph.nodes[i].op not in ('const', 'static', 'loop'):   # the program's own, or none
+            label = _holder(graph, i)
+            holders[label] = holders.get(label, 0) + size
+    transient, again = 0, 0
+    for loop, iteration, state, strides in loop_info.values():
+        n = loop.count
+        held = loop_peak(n, strides, iteration, state)
+        stored = held if not strides else math.ceil(n / strides[0]) * state
+        count += n * _computed(loop) if not strides else math.ceil(n / strides[0])
+        kept += stored
+        label = _loop_label(graph, loop)
+        holders[label] = holders.get(label, 0) + stored
+        transient = max(transient, held - stored)
+        again += recomputed(n, strides) * _computed(loop)
+    if segments:
+        transient = max(transient, max(size for _, _, size in segments))
+        again += sum(c for _, c, _ in segments)
+    gradient_bytes = 0 if grads is None else values_bytes(grads)
+    top = sorted(holders.items(), key=lambda item: (-item[1], item[0]))[:5]
+    return Memory(count, kept, gradient_bytes, kept + transient + gradient_bytes, tuple(top),
+                  again, pol)
+
+
+def _computed(loop):
+    """The values an iteration computes: its body's nodes but its inputs."""
+    return sum(node.op != 'input' for node in loop.body.nodes)
+
+
+def _holder(graph, i):
+    node = graph.nodes[i]
+    if isinstance(node.block, str):
+        return f"block {node.block.split('/', 1)[0]}"
+    if node.op == 'input':
+        return f'input {node.name}'
+    text = graph.text(i, 30) or graph.label(i)
+    return text
+
+
+def _loop_label(graph, loop):
+    for i in graph.loops:
+        if graph.nodes[i].value is loop:
+            line = graph.source.count('\n', 0, graph.nodes[i].span[0]) + 1
+            index = loop.body.nodes[loop.index].name
+            return f'loop for {index} in {loop.first}..{loop.first + loop.count} (line {line})'
+    return 'a nested loop'
+
+

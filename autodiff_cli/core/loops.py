@@ -1,0 +1,275 @@
+"""Loops: a `for` statement is one node of the tape, its body a graph of its own.
+
+The loop node's arguments are what the body reads from outside: a carried
+variable's value before the loop, a value it only reads, a stacked array
+whose slices W[i] it takes (as the xs of JAX's scan). Forward runs the body
+once per iteration (`run`); the `part` nodes that follow the loop node hold
+the values its names have after the last iteration. Backward (`vjp`) runs
+passes.sweep, the one backward loop, over the body once per iteration in
+reverse, from what forward kept: every iteration's values, or only the
+carried state every K iterations, each segment run again when its gradients
+are due (checkpointing: `strides`). Nothing recurses with the number of
+iterations; nested loops recurse once per level (lowering allows a few).
+"""
+
+from collections import namedtuple
+
+# body: the Graph of one iteration, whose input nodes are the slots;
+# first, count: the index runs first, first + 1, ..., first + count - 1;
+# index: the body id of the index's input node, or None;
+# slots: per argument of the loop node, (kind, body id), kind 'carry' (the
+#   value before the loop, then the last iteration's), 'free' (the same every
+#   iteration) or 'scan' (slice first + t of a stacked array at iteration t);
+# carry: per argument, the body id the next iteration's slot takes, or None;
+# outputs: the body ids the loop's parts give after the last iteration;
+# names: the names the parts are bound to, in order.
+Loop = namedtuple('Loop', 'body first count index slots carry outputs names')
+
+CARRY, FREE, SCAN = 'carry', 'free', 'scan'
+
+
+class LoopRun(float):
+    """A loop node's value. It has no number of its own, so it reads as 0.0
+    where every node's value is scanned (a sum for inf or nan, a table); it
+    holds its outputs (`outputs`), the loop's arguments, and what backward
+    needs: every iteration's values (`strides` empty) or the carried state
+    at every strides[0]-th iteration (`kept`)."""
+
+    def __new__(cls, outputs, kept, strides, args):
+        run = float.__new__(cls, 0.0)
+        run.outputs, run.kept, run.strides, run.args = outputs, kept, strides, args
+        return run
+
+
+def parts(graph, i):
+    """The ids of loop node i's parts: they follow it on the tape."""
+    return range(i + 1, i + 1 + len(graph.nodes[i].value.outputs))
+
+
+# ---- forward ----
+
+def run(loop, args, algebra, strides=(), inner=(), forward=None):
+    """Run the loop over its arguments' values; a LoopRun. `strides` (see
+    checkpoint.py) says what to keep: () keeps every iteration's values; a
+    function of the first iteration's values and the state chooses them.
+    `inner` is what forward() passes on to loops in the body; `forward`,
+    passes.forward, runs a body with branches or loops."""
+    step, after = stepper(loop, algebra, inner, forward)
+    state = initial(loop, args)
+    values = step(state, args, 0)
+    if callable(strides):
+        strides = strides(values, state)
+    every = strides[0] if strides else 0
+    kept = {0: state} if every else [values]
+    state = after(values, state)
+    for t in range(1, loop.count):
+        if every and t % every == 0:
+            kept[t] = state
+        values = step(state, args, t)
+        if not every:
+            kept.append(values)
+        state = after(values, state)
+    run_ = LoopRun(tuple(values[o] for o in loop.outputs), kept, tuple(strides), args)
+    run_.inner, run_.forward = inner, forward
+    return run_
+
+
+def initial(loop, args):
+    """The carried state before the first iteration: per argument, its value, or None."""
+    return tuple(a if kind == CARRY else None for (kind, _), a in zip(loop.slots, args))
+
+
+def stepper(loop, algebra, inner=(), forward=None):
+    """(step, after): step(state, args, t) gives the values of iteration t's
+    body; after(values, state) the state the next iteration starts from."""
+    body = loop.body
+    coerce = algebra.coerce
+    slots = [(kind, sid, j) for j, (kind, sid) in enumerate(loop.slots)]
+    index, first = loop.index, loop.first
+    carry = [(j, out) for j, out in enumerate(loop.carry) if out is not None]
+
+    def after(values, state):
+        state = list(state)
+        for j, out in carry:
+            state[j] = values[out]
+        return tuple(state)
+
+    if body.branches or body.loops:
+        # An `if` taken at a point, a loop within: the general forward pass.
+        names = {sid: body.nodes[sid].name for _, sid, _ in slots}
+        index_name = body.nodes[index].name if index is not None else None
+
+        def step(state, args, t):
+            given = {names[sid]: state[j] if kind == CARRY else
+                     args[j][first + t] if kind == SCAN else args[j] for kind, sid, j in slots}
+            if index_name is not None:
+                given[index_name] = float(first + t)
+            return forward(body, given, algebra, inner)
+        return step, after
+
+    # A straight body: its nodes as a list of steps, run in order.
+    functions = {node.op: getattr(algebra, node.op) for node in body.nodes if node.args}
+    base = [None if node.args or node.op == 'input' else node.value for node in body.nodes]
+    program = [(i, functions[node.op], node.args, len(node.args))
+               for i, node in enumerate(body.nodes) if node.args]
+
+    def step(state, args, t):
+        values = base.copy()
+        for kind, sid, j in slots:
+            values[sid] = state[j] if kind == CARRY else (
+                args[j][first + t] if kind == SCAN else args[j])
+        if index is not None:
+            values[index] = coerce(float(first + t))
+        for i, f, a, n in program:
+            if n == 1:
+                values[i] = f(values[a[0]])
+            elif n == 2:
+                values[i] = f(values[a[0]], values[a[1]])
+            else:
+                values[i] = f(*[values[k] for k in a])
+        return values
+    return step, after
+
+
+# ---- backward ----
+
+def reversed_values(loop, run_, algebra):
+    """(t, values of iteration t) for t from the last down to 0: kept, or run
+    again from the nearest kept state (each level of strides in turn)."""
+    if not run_.strides:
+        for t in range(loop.count - 1, -1, -1):
+            yield t, run_.kept[t]
+        return
+    step, after = stepper(loop, algebra, run_.inner, run_.forward)
+    args, strides, count = run_.args, run_.strides, loop.count
+    # Levels of segments, outermost first: (level, start, stop, state at start).
+    pending = [(1, start, min(start + strides[0], count), run_.kept[start])
+               for start in sorted(run_.kept)]
+    while pending:
+        level, start, stop, state = pending.pop()
+        if level == len(strides):   # innermost: run it again, keeping every value
+            segment = []
+            for t in range(start, stop):
+                values = step(state, args, t)
+                segment.append(values)
+                state = after(values, state)
+            for t in range(stop - 1, start - 1, -1):
+                yield t, segment.pop()
+            continue
+        # A middle level: run the segment once more, keeping the state at
+        # the start of each of its sub-segments.
+        every, marks, t = strides[level], [], start
+        while t < stop:
+            end = min(t + every, stop)
+            marks.append((level + 1, t, end, state))
+            if end < stop:
+                for u in range(t, end):
+                    state = after(step(state, args, u), state)
+            t = end
+        pending.extend(marks)
+
+
+def vjp(loop, run_, cotangents, algebra, sweep, live=None, wanted=None):
+    """(cotangents, rows) of the loop node's arguments, given its parts'
+    cotangents (None where none arrives), by sweeping the body once per
+    iteration in reverse. Over a batch whose rows take branches
+    (`algebra.live_rows`), a cotangent is exact in its rows (True: all),
+    as in branches.LiveRows; `live` gives the parts'. `wanted`: per argument,
+    whether an array program needs its gradient (tensors.Unbroadcast)."""
+    body, slots, count = loop.body, loop.slots, loop.count
+    add = algebra.add
+    carried, carried_rows = [None] * len(slots), [True] * len(slots)
+    sums, sums_rows = [None] * len(slots), [True] * len(slots)
+    meeting = getattr(algebra, 'meeting', None)
+    track = getattr(algebra, 'live_rows', False)
+    body_algebra = algebra
+    if wanted is not None:
+        from types import SimpleNamespace
+        names = {body.nodes[sid].name for (kind, sid), w in zip(slots, wanted)
+                 if w or kind == CARRY}
+        body_algebra = SimpleNamespace(**{**vars(algebra), 'wanted': frozenset(names)})
+    for t, values in reversed_values(loop, run_, algebra):
+        grads = [None] * len(body.nodes)
+        rows = [False] * len(body.nodes)
+        if t == count - 1:
+            seeds = [(o, g, True if live is None else live[k])
+                     for k, (o, g) in enumerate(zip(loop.outputs, cotangents))]
+        else:
+            seeds = [(loop.carry[j], carried[j], carried_rows[j]) for j in range(len(slots))
+                     if loop.carry[j] is not None]
+        top = -1
+        for o, g, r in seeds:
+            if g is None or r is False:
+                continue
+            if grads[o] is None:
+                grads[o], rows[o] = g, r
+            else:
+                grads[o], rows[o] = _merge(algebra, grads[o], rows[o], g, r)
+            top = max(top, o)
+        if top < 0:
+            break   # nothing reaches this iteration, so nothing reaches an earlier one
+        track_here = track and (body.branches or any(r is not True and r is not False
+                                                     for r in rows))
+        if track_here:
+            meet = _live_rows(body, values, grads, algebra, rows)
+        else:
+            meet = meeting(body, values, grads, body_algebra) if meeting is not None else None
+        sweep(body, values, grads, body_algebra, meet, top)
+        for j, (kind, sid) in enumerate(slots):
+            g = grads[sid]
+            r = meet.live[sid] if track_here else (g is not None)
+            if kind == CARRY:
+                carried[j], carried_rows[j] = (g, r) if g is not None and r is not False \
+                    else (None, True)
+            elif g is None or r is False:
+                continue
+            elif kind == FREE:
+                if sums[j] is None:
+                    sums[j], sums_rows[j] = g, r
+                else:
+                    sums[j], sums_rows[j] = _merge(algebra, sums[j], sums_rows[j], g, r)
+            else:
+                if sums[j] is None:
+                    sums[j] = algebra.np.zeros(algebra.shape(run_.args[j]))
+                sums[j][loop.first + t] += g
+    kinds = [kind for kind, _ in slots]
+    return ([carried[j] if kind == CARRY else sums[j] for j, kind in enumerate(kinds)],
+            [carried_rows[j] if kind == CARRY else sums_rows[j] for j, kind in enumerate(kinds)])
+
+
+def _live_rows(body, values, grads, algebra, rows):
+    from .branches import LiveRows
+    meet = LiveRows(body, values, grads, algebra)
+    meet.live = rows
+    return meet
+
+
+def _union(rows, more):
+    if rows is True or more is True:
+        return True
+    both = rows | more
+    return True if both.all() else both
+
+
+def _merge(algebra, before, rows_before, more, rows_more):
+    """Two cotangents of one value, each exact in its rows: summed where both
+    are, as branches.LiveRows sums them (the others' rows left out, not zeroed)."""
+    if rows_before is rows_more or rows_before is True and rows_more is True:
+        return algebra.add(before, more), rows_before
+    where = algebra.where
+    if rows_before is not True:
+        before = where(rows_before, before, -0.0)
+    if rows_more is not True:
+        more = where(rows_more, more, -0.0)
+    return algebra.add(before, more), _union(rows_before, rows_more)
+
+
+# ---- sizes, for the memory report and checkpointing ----
+
+def iteration_count(graph):
+    """Iterations of every loop of a graph, nested ones multiplied out."""
+    total = 0
+    for i in graph.loops:
+        loop = graph.nodes[i].value
+        total += loop.count * (1 + iteration_count(loop.body))
+    return total

@@ -1,0 +1,210 @@
+"""Checkpointing (core/checkpoint.py): gradients bit for bit those of the plain
+pass, on every sample, on the fuzzer's programs, in batches and over
+arrays; less kept, as --memory reports, and the report's own figures."""
+
+import glob
+import json
+import random
+
+import numpy as np
+import pytest
+
+from autodiff_cli import backward, forward, lower
+from autodiff_cli.core import checkpoint, tensors
+from autodiff_cli.core.batch import run_batch
+from autodiff_cli.core.primitives import NUMBERS
+from tests.fuzz import arrays as fuzz_arrays, gen
+from tests.helpers import run_main
+
+POLICIES = ['sqrt', 'every:1', 'every:2', 'every:5']
+
+
+def bits(x):
+    """A float's bits as text: -0.0 and 0.0 differ, every nan is one."""
+    return float(x).hex()
+
+
+def same_bits(a, b):
+    return np.array_equal(np.asarray(a).view(np.int64), np.asarray(b).view(np.int64)) or (
+        np.shape(a) == np.shape(b) and all(bits(x) == bits(y) for x, y in
+                                           zip(np.ravel(a), np.ravel(b))))
+
+
+def plain_and(graph, inputs, text):
+    values = forward(graph, inputs)
+    grads = backward(graph, values)
+    run = checkpoint.gradients(graph, inputs, NUMBERS, checkpoint.policy(text))
+    return grads, run
+
+
+def test_the_fuzzers_programs_get_the_same_gradients_bit_for_bit():
+    checked = 0
+    for seed in range(150):
+        rng = random.Random(seed)
+        text, _, variables = gen.program(rng)
+        graph = lower(text)
+        at = gen.point(rng, graph.inputs)
+        values = forward(graph, at)
+        grads = backward(graph, values)
+        for pol in POLICIES:
+            run = checkpoint.gradients(graph, at, NUMBERS, checkpoint.policy(pol))
+            assert bits(run.values[graph.output]) == bits(values[graph.output])
+            for name, i in graph.inputs.items():
+                assert bits(run.grads[i]) == bits(grads[i]), (seed, pol, text, name)
+        checked += len(checkpoint.tape_cuts(graph, checkpoint.policy('every:1'))) > 1
+    assert checked > 100   # most of them are cut into segments
+
+
+@pytest.mark.parametrize('path', sorted(glob.glob('samples/*.ad')))
+def test_every_sample_gets_the_same_gradients_bit_for_bit(path):
+    graph = lower(open(path).read())
+    if graph.shapes is not None:
+        pytest.skip('an array program: below')
+    inputs = {name: graph.defaults.get(name, 0.75) for name in graph.inputs}
+    for pol in POLICIES:
+        grads, run = plain_and(graph, inputs, pol)
+        assert all(bits(run.grads[i]) == bits(grads[i]) for i in graph.inputs.values()), pol
+
+
+def test_a_batch_gets_the_same_gradients_bit_for_bit():
+    for seed in range(60):
+        rng = random.Random(seed)
+        text, _, variables = gen.program(rng)
+        graph = lower(text)
+        rows = 7
+        columns = {v: np.array([gen.point(rng, [v])[v] for _ in range(rows)]) for v in graph.inputs}
+        wrt = list(graph.inputs)
+        value, gradient, _ = run_batch(graph, columns, rows, wrt)
+        for pol in POLICIES:
+            value_c, gradient_c, _ = run_batch(graph, columns, rows, wrt,
+                                               checkpoint=checkpoint.policy(pol))
+            assert same_bits(value, value_c)
+            for name in wrt:
+                assert same_bits(gradient[name], gradient_c[name]), (seed, pol, text)
+
+
+def test_array_programs_get_the_same_gradients_bit_for_bit():
+    k = tensors.algebra()
+    for seed in range(40):
+        rng = random.Random(seed)
+        output, inputs = fuzz_arrays.tensor_program(rng)
+        values = {name: np.asarray(fuzz_arrays.value_of(rng, shape), dtype=float)
+                  for name, shape in inputs.items()}
+        source = fuzz_arrays.text(output)
+        source = 'f(p) = p * 2\nloss = ' + source + '\nf(loss) / 2'   # a block call: two units
+        graph = lower(source)
+        plain = tensors.gradients(graph, tensors.evaluate(graph, values))
+        for pol in POLICIES:
+            with np.errstate(all='ignore'):
+                run = checkpoint.gradients(graph, values, k, checkpoint.policy(pol))
+            for name, i in graph.inputs.items():
+                assert same_bits(run.grads[i], plain[i]), (seed, pol, source)
+
+
+LOOP = """input W[12, 4, 4], b[12, 4], x[4]
+s = 0
+for i in 0..12 {
+    x = tanh(W[i] @ x + b[i])
+    s += if(sum(x) > 0, sum(x^2), 0.5*sum(x))
+}
+loss = s + sum(x)"""
+
+
+def loop_inputs():
+    rng = np.random.default_rng(1)
+    return {'W': rng.normal(size=(12, 4, 4)) * 0.6, 'b': rng.normal(size=(12, 4)) * 0.3,
+            'x': rng.normal(size=4)}
+
+
+@pytest.mark.parametrize('pol', POLICIES + ['every:12', 'every:40', 'auto'])
+def test_a_loops_checkpoints_give_the_same_gradients_bit_for_bit(pol):
+    graph, inputs, k = lower(LOOP), loop_inputs(), tensors.algebra()
+    plain = tensors.gradients(graph, tensors.evaluate(graph, inputs))
+    with np.errstate(all='ignore'):
+        run = checkpoint.gradients(graph, inputs, k, checkpoint.policy(pol, 1000))
+    for name, i in graph.inputs.items():
+        assert same_bits(run.grads[i], plain[i]), name
+
+
+@pytest.mark.parametrize('strides', [(5, 2), (6, 3, 1), (4, 2, 1), (12, 5)])
+def test_levels_of_strides_give_the_same_gradients_bit_for_bit(strides):
+    # What auto chooses under a tight limit: a state every 6 iterations, then
+    # every 3 within a segment of 6 run again, and so on.
+    graph, inputs, k = lower(LOOP), loop_inputs(), tensors.algebra()
+    plain = tensors.gradients(graph, tensors.evaluate(graph, inputs))
+    with np.errstate(all='ignore'):
+        values = forward(graph, {n: k.coerce(v) for n, v in inputs.items()}, k, strides)
+    assert values[graph.loops[0]].strides == strides
+    grads = tensors.gradients(graph, values)
+    for name, i in graph.inputs.items():
+        assert same_bits(grads[i], plain[i]), name
+
+
+def test_auto_chooses_the_fewest_levels_whose_peak_fits():
+    loop = lower('input x = 1\nfor i in 0..10000 {\n    x = sin(x)\n}\nz = x').nodes[1].value
+    pol = checkpoint.policy('auto', 10 ** 9)
+    assert checkpoint.loop_strides(loop, pol, 200, 32, budget=10 ** 9) == ()   # plain fits
+    one = checkpoint.loop_strides(loop, pol, 200, 32, budget=100_000)
+    assert len(one) == 1 and checkpoint.loop_peak(10000, one, 200, 32) <= 100_000
+    two = checkpoint.loop_strides(loop, pol, 200, 32, budget=10_000)
+    assert len(two) >= 2 and checkpoint.loop_peak(10000, two, 200, 32) <= 10_000
+    assert checkpoint.loop_peak(10000, one, 200, 32) > 10_000
+
+
+def test_checkpoints_keep_less_and_say_so():
+    source = 'input x = 0.5\nfor i in 0..10000 {\n    x = sin(x) + 0.5*x\n}\nz = x'
+    graph = lower(source)
+    plain = checkpoint.gradients(graph, {'x': 0.5}, NUMBERS)
+    sqrt = checkpoint.gradients(graph, {'x': 0.5}, NUMBERS, checkpoint.policy('sqrt'))
+    every = checkpoint.gradients(graph, {'x': 0.5}, NUMBERS, checkpoint.policy('every:1'))
+    assert plain.grads == sqrt.grads == every.grads
+    # Plain keeps four values an iteration (sin, 0.5, the product, the sum);
+    # the index and x are its inputs.
+    assert plain.memory.values == 4 * 10000 + 4
+    assert plain.memory.recomputed == 0
+    # √10000 = 100: a state every 100 iterations; each segment of 100 runs again once.
+    assert sqrt.memory.values == 100 + 4
+    assert sqrt.memory.recomputed == 4 * 10000
+    assert sqrt.memory.peak * 20 < plain.memory.peak
+    assert every.memory.values == 10000 + 4
+    assert plain.memory.holders[0][0] == 'loop for i in 0..10000 (line 2)'
+
+
+def test_the_tape_is_cut_at_block_calls_and_evenly_without_them():
+    deep = lower(open('samples/deep.ad').read())
+    starts = checkpoint.units(deep)
+    assert len(starts) >= 10   # a unit per call of layer, and the nodes between
+    calls = [deep.nodes[i].block for i in starts if deep.nodes[i].block]
+    assert calls[:3] == ['layer#1', 'layer#2', 'layer#3']
+    assert checkpoint.tape_cuts(deep, checkpoint.policy('every:3')) == starts[::3]
+    flat = lower('input x = 1\n' + 'x = sin(x)\n' * 100)
+    assert checkpoint.units(flat) == list(range(len(flat.nodes)))
+    # 101 nodes: segments of ⌈√101⌉ = 11
+    assert checkpoint.tape_cuts(flat, checkpoint.policy('sqrt')) == list(range(0, 101, 11))
+
+
+def test_grad_checkpoint_prints_the_plain_numbers_and_memory_in_json():
+    plain = run_main(['grad', '-f', 'samples/deep_loop.ad', '--json'])
+    for pol in ('sqrt', 'every:1', 'every:3'):
+        run = run_main(['grad', '-f', 'samples/deep_loop.ad', '--checkpoint', pol, '--json'])
+        assert run.code == 0 and run.out == plain.out, run.err
+    run = run_main(['grad', '-f', 'samples/deep_loop.ad', '--checkpoint', 'sqrt', '--memory',
+                    '--json'])
+    memory = json.loads(run.out)['memory']
+    assert memory['checkpoint'] == 'sqrt' and memory['values'] < memory['recomputed']
+    assert memory['held_most'][0]['what'].startswith('loop for i in 0..10')
+    text = run_main(['grad', '-f', 'samples/deep_loop.ad', '--memory']).out
+    assert 'memory\tcheckpoint\tnone\n' in text and 'memory\tpeak\t' in text
+
+
+@pytest.mark.parametrize('argv, message', [
+    (['--checkpoint', 'every:0'], "unknown --checkpoint 'every:0'"),
+    (['--checkpoint', 'auto'], '--checkpoint auto needs --memory-limit'),
+    (['--memory-limit', '12XB'], "a memory size such as 200MB or 1.5GB, not '12XB'"),
+    (['--checkpoint', 'sqrt', '--memory-limit', '1GB'], '--memory-limit goes with --checkpoint auto'),
+    (['--checkpoint', 'sqrt', '--nodes'], '--nodes shows every value'),
+])
+def test_bad_checkpoint_options_are_one_line_usage_errors(argv, message):
+    run = run_main(['grad', '-f', 'samples/deep_loop.ad', *argv])
+    assert run.code == 2 and run.out == '' and message in run.err
+    assert len(run.err.splitlines()) == 1

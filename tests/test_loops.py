@@ -1,0 +1,205 @@
+"""`for` loops: the same numbers as the program written out (unrolled), at a
+point, in a batch and with arrays (PyTorch float64 where installed), in
+time and memory linear in the iterations, and one-line errors with a caret."""
+
+import re
+
+import numpy as np
+import pytest
+
+from autodiff_cli import backward, forward, lower
+from autodiff_cli.core import tensors
+from autodiff_cli.core.batch import run_batch
+from tests.helpers import numpy_kernels, run_main
+
+
+def unrolled(source):
+    """The program with each (unnested) loop written out, its index a number."""
+    pattern = re.compile(r'for (\w+) in (\d+)\.\.(\d+) \{\n(.*?)\n\}', re.S)
+
+    def expand(match):
+        name, first, stop, body = match.groups()
+        return '\n'.join(re.sub(rf'\b{name}\b', str(t), body)
+                         for t in range(int(first), int(stop)))
+    return pattern.sub(expand, source)
+
+
+def point(source, **inputs):
+    graph = lower(source)
+    values = forward(graph, inputs)
+    grads = backward(graph, values)
+    return values[graph.output], {name: grads[i] for name, i in graph.inputs.items()}
+
+
+SCALAR = {
+    'tanh chain': ('input x = 0.5\nfor i in 0..10 {\n    x = tanh(1.5*x + 0.1)\n}\nz = x^2',
+                   {'x': 0.5}),
+    'two carried': ('input x = 0.3, a = 1.1\ns = 0\nfor i in 0..6 {\n    s += x * i\n'
+                    '    x = if(x > 0.5, sin(a*x), x + a/4)\n}\nz = s + x', {'x': 0.3, 'a': 1.1}),
+    'a name bound in the body': ('input x = 0.7, w = 0.9\nfor k in 2..7 {\n    h = w*x + k\n'
+                                 '    x = log(1 + h^2) - x\n}\nz = x * h', {'x': 0.7, 'w': 0.9}),
+    'swap': ('input a = 0.5, b = 2\nfor i in 0..5 {\n    t = a\n    a = b*a + 0.1\n'
+             '    b = t - sin(b)\n}\nz = a * b', {'a': 0.5, 'b': 2.0}),
+    'block call': ('input x = 0.4, c = 0.3\nf(u) = u*c + sin(u)\nfor i in 0..4 {\n'
+                   '    x = f(x) - c\n}\nz = x', {'x': 0.4, 'c': 0.3}),
+}
+
+
+@pytest.mark.parametrize('name', sorted(SCALAR))
+def test_a_loop_gives_what_its_unrolled_program_gives(name):
+    source, inputs = SCALAR[name]
+    value, grads = point(source, **inputs)
+    value_out, grads_out = point(unrolled(source), **inputs)
+    assert value == value_out
+    # A value the body only reads sums its gradient iteration by iteration,
+    # the unrolled program in one tape order: an ulp or two apart.
+    assert grads == pytest.approx(grads_out, rel=1e-14, abs=0)
+    # With nothing but carried values, the same operations in the same order:
+    chain = 'input x = 0.5\nfor i in 0..10 {\n    x = tanh(1.5*x + 0.1)\n}\nz = x'
+    assert point(chain, x=0.5) == point(unrolled(chain), x=0.5)
+
+
+@pytest.mark.parametrize('name', sorted(SCALAR))
+def test_a_loop_in_a_batch_gives_each_row_its_single_point(name):
+    source, inputs = SCALAR[name]
+    graph = lower(source)
+    rng = np.random.default_rng(3)
+    rows = 40
+    columns = {k: v + rng.uniform(-0.6, 0.6, rows) for k, v in inputs.items()}
+    wrt = list(graph.inputs)
+    value, gradient, _ = run_batch(graph, columns, rows, wrt)
+    for r in range(rows):
+        at = {k: float(c[r]) for k, c in columns.items()}
+        with numpy_kernels():   # NumPy's tanh and log can be an ulp from C's
+            v, g = point(source, **at)
+        assert value[r] == v
+        assert all(gradient[k][r] == g[k] for k in wrt), (r, at)
+
+
+def test_an_if_inside_a_loop_takes_its_branch_per_row_and_its_nan_never_reaches_a_gradient():
+    # A row that takes `then` computes log(-x) = nan on the other side, in a batch.
+    source = 'input x = 1\nfor i in 0..4 {\n    x = if(x > 0, x*0.5 + 1, log(-x))\n}\nz = x'
+    columns = {'x': np.array([1.0, -5.0, 3.0, -0.5, -20.0])}
+    value, gradient, _ = run_batch(lower(source), columns, 5, ['x'])
+    for r in range(5):
+        with numpy_kernels():
+            v, g = point(source, x=float(columns['x'][r]))
+        assert value[r] == v and gradient['x'][r] == g['x']
+    assert gradient['x'][0] == 0.5 ** 4
+    assert np.isfinite(gradient['x']).all()
+
+
+MLP = 'input W[4, 3, 3], b[4, 3], x[3]\nfor i in 0..4 {\n    x = tanh(W[i] @ x + b[i])\n}\nloss = sum(x^2)'
+
+
+def mlp_inputs():
+    rng = np.random.default_rng(0)
+    return {'W': rng.normal(size=(4, 3, 3)) * 0.5, 'b': rng.normal(size=(4, 3)) * 0.1,
+            'x': rng.normal(size=3)}
+
+
+def array_point(source, inputs):
+    graph = lower(source)
+    values = tensors.evaluate(graph, inputs)
+    grads = tensors.gradients(graph, values)
+    return values[graph.output], {name: grads[i] for name, i in graph.inputs.items()}
+
+
+def test_an_array_loop_takes_the_slices_of_a_stacked_parameter_as_torch_does():
+    torch = pytest.importorskip('torch')
+    inputs = mlp_inputs()
+    value, grads = array_point(MLP, inputs)
+    t = {k: torch.tensor(v, requires_grad=True) for k, v in inputs.items()}
+    h = t['x']
+    for i in range(4):
+        h = torch.tanh(t['W'][i] @ h + t['b'][i])
+    loss = (h ** 2).sum()
+    loss.backward()
+    assert value == pytest.approx(loss.item(), rel=1e-14)
+    for k in inputs:
+        np.testing.assert_allclose(grads[k], t[k].grad.numpy(), rtol=1e-12, atol=1e-15)
+
+
+def test_an_array_loop_equals_its_unrolled_program():
+    inputs = mlp_inputs()
+    value, grads = array_point(MLP, inputs)
+    value_out, grads_out = array_point(unrolled(MLP), inputs)
+    assert value == value_out
+    for k in inputs:
+        np.testing.assert_array_equal(grads[k], grads_out[k])
+
+
+def test_nested_loops_multiply_out():
+    source = ('input x = 0.2\nfor i in 0..3 {\n    for j in 0..4 {\n        x = sin(x) + 0.1*i\n'
+              '    }\n    x = x * 1.5\n}\nz = x')
+    flat = 'input x = 0.2\n' + '\n'.join(
+        '\n'.join(['x = sin(x) + 0.1*' + str(i)] * 4) + '\nx = x * 1.5' for i in range(3)) + '\nz = x'
+    assert point(source, x=0.2) == point(flat, x=0.2)
+
+
+def test_samples_deep_loop_equals_samples_deep():
+    deep = open('samples/deep.ad').read()
+    deep_loop = open('samples/deep_loop.ad').read()
+    assert point(deep, x=0.5) == point(deep_loop, x=0.5)
+    assert point(deep, x=-1.25) == point(deep_loop, x=-1.25)
+
+
+@pytest.mark.parametrize('text, message, column', [
+    ('input x = 1\nfor i in 0..0 {\n x = x + 1\n}', 'the range 0..0 is empty', 10),
+    ('input x = 1\nfor i in 0..2.5 {\n x = x + 1\n}', "a loop's end must be a whole number", 13),
+    ('input x = 1\nfor i in 0..x {\n x = x + 1\n}', "a loop's end must be a constant, such as 10", 13),
+    # a carried name with no value before the loop: the caret at its read, in the body
+    ('for i in 0..3 {\n  x = x*2\n}\nx', "'x' is read before it has a value: give it one before the loop", 7),
+    ('input x = 1\nfor i in 0..3 { x = x*2\nx', "or close the loop with '}' before this line", 1),
+    ('input x = 1\nfor i in 0..100000000 {\n x = x + 1\n}', 'adgrad runs at most 10,000,000', 1),
+    ('input x = 1\nfor x in 0..3 {\n y = 1\n}', "'x' is already defined", 5),
+    ('input x = 1\nfor i in 0..3 {\n x + 1\n}', 'a loop body binds names', 2),
+    ('input x = 1\nfor i in 0..3 {\n input y = 2\n}', "an 'input' declaration goes outside", 2),
+    ('input x = 1\nfor i in 0..3 {\n}', 'this loop binds no name', 1),
+    ('input x[3]\nfor i in 0..3 {\n y = x[i, 0]\n}', "a loop's index subscripts a value", 6),
+    ('input x[3]\nfor i in 0..3 {\n x = x[i] + x\n}', "'x' changes in the loop", 6),
+])
+def test_bad_loops_are_one_line_errors_with_a_caret(text, message, column):
+    run = run_main(['eval', text, 'x=[1,2,3]' if 'x[3]' in text else 'x=1'])
+    assert run.code == 2 and run.out == ''
+    first, code_line, caret = run.err.splitlines()
+    assert message in first, run.err
+    assert caret.index('^') - 2 == column - 1, run.err
+
+
+def test_a_slice_past_the_stack_and_a_changing_shape_are_refused_before_running():
+    run = run_main(['eval', MLP.replace('0..4', '0..5'), 'W=' + str(np.zeros((4, 3, 3)).tolist()),
+                    'b=' + str(np.zeros((4, 3)).tolist()), 'x=[1,2,3]'])
+    assert run.code == 2 and 'W[i] takes slice 4 of [4,3,3]' in run.err, run.err
+    run = run_main(['eval', 'input x[3]\nfor i in 0..2 {\n x = sum(x)\n}\nz = x', 'x=[1,2,3]'])
+    assert run.code == 2 and "'x' is [3] before an iteration and a scalar after it" in run.err
+    assert run.err.splitlines()[-1].index('^') == 7, run.err
+
+
+def test_loops_nest_at_most_four_deep():
+    nested = 'input x = 1\n' + ''.join(f'for i{k} in 0..2 {{\n' for k in range(5)) + \
+        'x = x + 1\n' + '}\n' * 5
+    run = run_main(['eval', nested])
+    assert run.code == 2 and 'loops nest at most 4 deep' in run.err
+
+
+def test_explain_mentions_memory_when_the_plain_pass_keeps_much():
+    from autodiff_cli.cli.evaluate import memory_note
+    big = lower('input x = 0.5\nfor i in 0..1000000 {\n    x = sin(x) + 0.5*x\n}\nz = x')
+    note, = memory_note(big)
+    # six values an iteration (its two inputs too) and its list: 248 MB as counted
+    assert note.startswith('memory: the backward pass keeps 6,000,004 values, about 248.0 MB')
+    assert '--checkpoint sqrt' in note
+    assert memory_note(lower(open('samples/deep_loop.ad').read())) == []
+
+
+def test_a_hundred_thousand_iterations_take_linear_time():
+    import time
+
+    def seconds(n):
+        graph = lower(f'input x = 0.5\nfor i in 0..{n} {{\n    x = sin(x) + 0.5*x\n}}\nz = x')
+        start = time.process_time()
+        backward(graph, forward(graph, {'x': 0.5}))
+        return time.process_time() - start
+    small, large = seconds(10_000), seconds(100_000)
+    assert large < 20 * small   # 10 times the iterations: linear, with room for noise
