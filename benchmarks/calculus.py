@@ -22,7 +22,7 @@ sys.path.insert(0, str(HERE))
 
 # (what, the program, differentiated by, the Cookbook's closed form, its equation
 # number in the Matrix Cookbook (2012) or 'ML' for a textbook layer). Sizes are
-# symbols, but where a formula needs a size as a number (eye, ones).
+# symbols, which a formula reads as numbers where it needs them (eye(n), /m).
 DECLARE = ('input A[n, n], B[n, n], X[n, n], S[n, n], W[m, n], x[n], a[n], b[n], c[m], y[m], '
            'z[m], u[n]; ')
 COOKBOOK = [
@@ -53,15 +53,13 @@ COOKBOOK = [
     ('sum(tanh(W @ x + c))', 'W', 'outer(1 - tanh(W @ x + c)^2, x)', 'ML'),
     ('sum(tanh(W @ x + c))', 'x', 'W.T @ (1 - tanh(W @ x + c)^2)', 'ML'),
     ('sum(exp(W @ x))', 'x', 'W.T @ exp(W @ x)', 'ML'),
+    ('trace(X)', 'X', 'eye(n)', '(99)'),
+    ('mean((W @ x - c)^2)', 'x', '2*W.T @ (W @ x - c)/m', 'ML'),
 ]
-# Rows whose formula holds a size as a number: differentiated at sizes given.
-SIZED = {}
-SIZES = {'n': 3, 'm': 4}
 
 
 def program(row):
-    source, wrt = row[0], row[1]
-    return SIZED.get(source, DECLARE) + source
+    return DECLARE + row[0]
 
 
 def count_ops(graph, roots):
@@ -100,7 +98,7 @@ def readability():
     result = []
     for row in COOKBOOK:
         ours = lower(formula(row))
-        theirs = lower(SIZED.get(row[0], DECLARE) + row[2])
+        theirs = lower(DECLARE + row[2])
         result.append((row, count_ops(ours, [ours.output]), count_ops(theirs, [theirs.output])))
     return result
 

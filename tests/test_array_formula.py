@@ -2,6 +2,7 @@
 grad's numbers at random matrices and against the Matrix Cookbook's closed forms
 (benchmarks/calculus.py holds the table, docs/arrays.md shows it)."""
 
+import json
 import statistics
 import sys
 from pathlib import Path
@@ -165,6 +166,119 @@ def test_the_same_program_prints_the_same_bytes():
     assert len(texts) == 1
 
 
-def test_c_of_an_array_program_says_it_is_not_written_yet(run_cli):
-    code, out, err = run_cli('diff', 'input x[n]; sum(x^2)', '--lang', 'c')
-    assert (code, out) == (2, '') and 'not written yet' in err and len(err.splitlines()) == 1
+def test_c_of_an_array_program_takes_sizes_and_arrays(run_cli):
+    code, out, err = run_cli('diff', 'input A[m, n], x[n]; sum(tanh(A @ x))', '--lang', 'c')
+    assert (code, err) == (0, '')
+    assert 'int f(int m, int n, const double *A, const double *x, double *value, double *d_A, ' \
+           'double *d_x)' in out
+
+
+def test_an_array_literal_times_a_variable_is_a_node_of_the_formula():
+    """eye(3) and [[1], [2]] stay arrays in the formula (Tape's folding took
+    them for numbers: an internal ValueError), and read back to grad's numbers."""
+    source = 'input x[3], y[3]; sum([x, y] * [[1], [2]]) + sum(x * eye(3) @ x)'
+    graph = lower(source)
+    point = random_point(graph, np.random.default_rng(4))
+    text = array_derivative_text(graph, ['x', 'y'])
+    for name in ('x', 'y'):
+        np.testing.assert_allclose(evaluate(text + f'd_{name}', point), grad_of(graph, point, name),
+                                   rtol=1e-12)
+
+
+def bindings(point, names, tmp_path):
+    """NAME=@NAME.npy for each of `names`, its array saved there."""
+    result = []
+    for name in names:
+        np.save(tmp_path / f'{name}.npy', np.asarray(point[name], dtype=np.float64))
+        result.append(f'{name}=@{tmp_path / name}.npy')
+    return result
+
+
+@pytest.mark.parametrize('name', SAMPLES)
+def test_every_array_samples_formula_reads_back_to_grads_numbers(name, run_cli, tmp_path):
+    """diff --wrt v, then eval of what it printed at the data's arrays (the
+    defaults are in its declaration): grad's gradient, sizes such as n read
+    from the arrays that arrive."""
+    graph, point = sample_point(name, np.random.default_rng(6))
+    values = tensors.evaluate(graph, point)
+    grads = tensors.gradients(graph, values)
+    data = bindings(point, SAMPLES[name], tmp_path)
+    for v in sorted(graph.inputs):
+        code, text, err = run_cli('diff', '-f', str(ROOT / 'samples' / name), '--wrt', v)
+        assert (code, err) == (0, '')
+        (tmp_path / 'd.ad').write_text(text)
+        code, out, err = run_cli('eval', '-f', str(tmp_path / 'd.ad'), *data, '--json')
+        assert (code, err) == (0, ''), text
+        np.testing.assert_allclose(json.loads(out)['value'], grads[graph.inputs[v]], rtol=1e-10,
+                                   atol=1e-12, err_msg=f'd_{v}')
+
+
+@pytest.mark.parametrize('source, wrt, printed', [
+    ('trace(X)', 'X', 'd_X = eye(n)'),
+    ('mean((W @ x - c)^2)', 'x', 'd_x = W.T @ ((W @ x - c)*(2/m))'),
+    ('sum(x)', 'x', 'd_x = ones(n)'),
+    ('sum(W)', 'W', 'd_W = ones(m, n)'),
+])
+def test_a_formula_with_sizes_reads_back_through_a_pipe(source, wrt, printed, tmp_path):
+    """`adgrad diff ... | adgrad eval - ...`, as the docs write it: a size the
+    formula needs as a number (eye(n), /m, ones(n)) is read from the arrays."""
+    import shutil
+    import subprocess
+    adgrad = shutil.which('adgrad', path=str(Path(sys.executable).parent))
+    if adgrad is None:
+        pytest.skip('adgrad is not installed beside this Python')
+    program = calculus.DECLARE + source
+    graph = lower(program)
+    point = random_point(graph, np.random.default_rng(8))
+    data = ' '.join(bindings(point, graph.inputs, tmp_path))
+    done = subprocess.run(['bash', '-c', f"{adgrad} diff '{program}' --wrt {wrt} | tee d.ad | "
+                           f'{adgrad} eval - {data} --json'], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / 'd.ad').read_text().splitlines()[-1] == printed
+    np.testing.assert_allclose(json.loads(done.stdout)['value'], grad_of(graph, point, wrt),
+                               rtol=1e-12)
+
+
+@pytest.mark.parametrize('source, names', [
+    ('input A[n, n], x[n], y[m], W[m, n]; x.T @ A @ x + sum(tanh(W @ x) * y) + sum(y^3)',
+     ['x', 'y']),
+    ('input x[n], w = 0.5, c[m], W[m, n]; logsumexp(w * W @ x + c) + w^3 * (x @ x)',
+     ['w', 'x', 'c']),
+])
+def test_hessian_blocks_of_several_variables_give_hessians_numbers(source, names):
+    """--order 2 --wrt x,y: d2_x_x, d2_x_y, d2_y_y, each the block of the
+    Hessian of x's entries (rows) by y's (columns)."""
+    from autodiff_cli.derive.array_record import array_hessian
+    graph = lower(source)
+    point = random_point(graph, np.random.default_rng(9))
+    point['w'] = 0.5
+    text = array_derivative_text(graph, names, order=2)
+    matrix = array_hessian(graph, point, names)
+    sizes = [int(np.size(point[v])) for v in names]
+    starts = np.cumsum([0] + sizes)
+    labels = [line.split(' = ')[0] for line in text.splitlines() if line.startswith('d2_')]
+    assert sorted(labels) == sorted(f'd2_{x}_{y}' for i, x in enumerate(names) for y in names[i:])
+    for i, x in enumerate(names):
+        for j in range(i, len(names)):
+            block = matrix[starts[i]:starts[i + 1], starts[j]:starts[j + 1]]
+            got = evaluate(text + f'd2_{x}_{names[j]}', point)
+            np.testing.assert_allclose(np.reshape(got, block.shape), block, rtol=1e-10,
+                                       atol=1e-12, err_msg=f'{x}, {names[j]}')
+
+
+@pytest.mark.parametrize('source', [
+    'input x[4]; x[0]^2 + sum(x[1:3] * x[2:]) + x[-1]',
+    'input X[3, 4]; X[1, 2]^2 + sum(X[0] * X[2]) + sum(X[:, 1]^3) + sum(X[1:, ::2]^2)',
+    'input X[3, 4]; sum(X[:2, 3]) + sum(X[:, 1:3] * 2) + sum(X[-1]) + sum(X[:2] * X[1:])',
+    'input X[n, m]; sum(X[0] * X[1]) + X[-1, 0] + sum(X[:, 0])',
+])
+def test_a_subscripts_gradient_reads_back_as_rows_of_the_identity(source):
+    """The gradient of x[k] is g*eye(n)[k], of X[1:, ::2] eye(m)[1:].T @ G @
+    eye(n)[::2]: products with 0 and 1 that give grad's numbers."""
+    graph = lower(source)
+    point = random_point(graph, np.random.default_rng(10))
+    name = next(iter(graph.inputs))
+    text = array_derivative_text(graph, [name])
+    assert 'eye(' in text
+    np.testing.assert_allclose(evaluate(text, point), grad_of(graph, point, name), rtol=1e-14)

@@ -297,3 +297,38 @@ def test_an_array_binding_may_hold_inf_and_nan_as_a_number_binding_may(run_cli):
     assert out['gradient']['x'] == [2.0, 'inf', '-inf', 'nan']   # 2x, entry by entry
     code, _, err = run_cli('eval', 'sum(x)', 'x=[1, inf')
     assert code == 2 and err.startswith('adgrad: error: in x=: unexpected end of input')
+
+
+# ---- a declared size read as a number ----
+
+@pytest.mark.parametrize('source, point, value, gradient', [
+    ('input x[n]; sum(x) / n', {'x': [1.0, 2.0, 6.0]}, 3.0, {'x': [1 / 3] * 3}),
+    ('input X[n, m]; sum(X * ones(n, m) + eye(n) @ X) + m',
+     {'X': [[1.0, 2.0, 0.5], [3.0, 4.0, -1.0]]}, 2 * 9.5 + 3, {'X': [[2.0] * 3] * 2}),
+    ('input x[n]; f(a) = a * ones(n); sum(f(2) * x) + sum(zeros(n, 2) + 1)',
+     {'x': [1.0, -2.0]}, -2.0 + 4, {'x': [2.0, 2.0]}),
+])
+def test_a_size_reads_as_the_number_the_arrays_bring(run_cli, source, point, value, gradient):
+    got = _json(run_cli, 'grad', source, *[f'{k}={json.dumps(v)}' for k, v in point.items()])
+    assert got['value'] == pytest.approx(value, rel=1e-15)
+    for name, expected in gradient.items():
+        np.testing.assert_allclose(got['gradient'][name], expected, rtol=1e-15)
+
+
+@pytest.mark.parametrize('source, message, column', [
+    ('input x[n]; n = 2; x', "'n' is a size of the declared arrays; choose another name for "
+                             'the binding', 13),
+    ('input x[n], n = 2; x', "'n' is a size of the declared arrays; choose another name for "
+                             'the input', 13),
+    ('input n = 2, x[n]; x', "'n' is already a variable; a size needs a name of its own", 14),
+    ('input x[n], y = n; x', "the default of 'y' must be a constant expression", 17),
+    ('input x[n]; x[n - 1]', 'an index must be a constant, such as 0 or -1', 15),
+    ('input x[n]; eye(n, 3)', 'eye() of a size name takes that one size, as in eye(n)', 13),
+    ('input x[n]; ones(2*n)', 'a size of ones() must be a constant, such as 0 or -1', 18),
+    ('input x[n]; s = 0; for i in 0..2 { s = s + n }; s', 'a size read as a number goes '
+     'outside loops: bind it before the loop, as in n_ = n', 44),
+])
+def test_a_size_is_no_variable_nor_a_constant(run_cli, source, message, column):
+    code, out, err = run_cli('eval', source, 'x=[1, 2]')
+    assert (code, out) == (2, '')
+    assert err.splitlines()[0] == f'adgrad: error: {message} (column {column})'

@@ -35,6 +35,12 @@ def shown(shape):
     return '[' + ','.join(map(str, shape)) + ']' if shape else 'a scalar'
 
 
+def names_a_size(value):
+    """Whether a static argument holds a size's name, known only from the
+    arrays: 'n' (of eye(n)), or a shape with one, (n, 2)."""
+    return isinstance(value, str) or type(value) is tuple and any(type(n) is str for n in value)
+
+
 def broadcast(*shapes):
     """NumPy's broadcast of the shapes: sizes compared from the last axis."""
     if len(shapes) == 1:   # the common cases, at once

@@ -276,6 +276,10 @@ def stack(*arrays):
     return np.stack(arrays)
 
 
+def size(sizes):   # a float, as every value: np.prod of sizes is an integer
+    return np.float64(np.prod(sizes))
+
+
 def index(a, key):
     return np.asarray(a)[key]
 

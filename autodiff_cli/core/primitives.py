@@ -631,11 +631,12 @@ ADJOINTS = [
 ]
 
 # Constants of a derivative formula over symbolic shapes (derive/array_formula.py),
-# never of a program: the identity matrix of a size, and a size as a number.
+# and of a program that reads a declared size as a number (`x / n`, `eye(n)`):
+# the identity matrix of a size, and a size as a number.
 FORMULA_CONSTANTS = [
     _tensor('eye', 1, _no_gradient, lambda n: (n, n), None, kind=INTERNAL_KIND,
             text=('eye($0)', ATOM, 0), numpy=('np.eye($0)', ATOM, 0), latex=('I', ATOM, 0)),
-    _tensor('size', 1, _no_gradient, lambda sizes: (), None, array='prod', kind=INTERNAL_KIND,
+    _tensor('size', 1, _no_gradient, lambda sizes: (), None, kind=INTERNAL_KIND,
             text=('$0', 2, 0), numpy=('$0', 2, 0), latex=('$0', 2, 0)),
 ]
 

@@ -10,7 +10,7 @@ NumPy is imported only on this path.
 """
 
 from ..errors import AdgradError
-from .array_rules import Deferred, ShapeError, broadcast, shown
+from .array_rules import Deferred, ShapeError, broadcast, names_a_size, shown
 from .graph import is_array_program  # noqa: F401 - where the library has looked for it
 from .primitives import PRIMITIVES, TENSOR
 
@@ -164,6 +164,32 @@ def shapes(graph, inputs):
     return result
 
 
+def bind_sizes(graph, inputs):
+    """The graph with each size name in a static argument (the n of ones(n),
+    eye(n), or of n read as a number) replaced by the size the inputs'
+    values give it, checked as their declarations ask; else the graph itself."""
+    symbolic = [i for i, node in enumerate(graph.nodes)
+                if node.op == 'static' and names_a_size(node.value)]
+    if not symbolic:
+        return graph
+    sizes = {}
+    for name, declared in graph.shapes.items():
+        if name in inputs:
+            node = graph.nodes[graph.inputs[name]]
+            check_declared(graph, node, declared, shape_of(inputs[name]), sizes)
+    nodes = list(graph.nodes)
+    for i in symbolic:
+        value = nodes[i].value
+        names = (value,) if isinstance(value, str) else value
+        for n in names:
+            if isinstance(n, str) and n not in sizes:
+                raise AdgradError(f'no array gives the size {n} here', graph.source,
+                                  nodes[i].span[0] if nodes[i].span else None)
+        value = tuple(sizes[n][0] if isinstance(n, str) else n for n in names)
+        nodes[i] = nodes[i]._replace(value=value[0] if isinstance(nodes[i].value, str) else value)
+    return graph._replace(nodes=nodes)
+
+
 def loop_shapes(graph, i, given):
     """The shapes of loop node i's parts, given its arguments' shapes: its
     body's shape pass, once, and an error where a slice is out of range or
@@ -292,6 +318,7 @@ def evaluate(graph, inputs):
     require_inputs(graph, inputs)
     k = algebra()
     inputs = {name: k.coerce(value) for name, value in inputs.items()}
+    graph = bind_sizes(graph, inputs)
     shapes(graph, inputs)
     with k.np.errstate(all='ignore'):   # IEEE results, as the scalar path's
         return forward(graph, inputs, k)

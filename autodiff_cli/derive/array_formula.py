@@ -201,6 +201,10 @@ class Shapes(Tape):
         args = [unwrap(self, a) for a in args]
         rule = ELEMENTWISE_RULES.get(op)
         result = rule(self, *args) if rule is not None and not self.replaying else None
+        if result is None and any(type(a) is Ref and self.nodes[a].op == 'const' for a in args):
+            # an array literal (eye(3), [[1], [2]]) stays a node: Tape's
+            # folding takes a constant for a number
+            result = self._record((op, *[self.ref(a) for a in args]))
         if result is None:
             result = record(op, *args)
         return self.fit(result, expected)
@@ -386,30 +390,67 @@ def array_derivative(graph, wrt, with_value=False):
     return Derivative(tape, results, graph.source)
 
 
-def array_hessian_formula(graph, name, with_value=False):
-    """∂²output/∂x² for a vector or scalar x, as one formula: the gradient's
-    VJP along a symbolic u is H u, whose coefficient of u is H."""
+def array_hessian_formula(graph, names, with_value=False):
+    """∂²output/∂x∂y for each pair x, y of `names` (vectors or numbers), y
+    not before x, as formulas on one tape: the VJP of y's gradient along a
+    symbolic u is, at x, H_xy u, whose coefficient of u is H_xy. One name's
+    result is labelled by it (d2_x), a pair's as x_y (d2_x_y)."""
     from .linear import coefficient
-    first = array_derivative(graph, [name], with_value)
+    names = [names] if isinstance(names, str) else list(names)
+    first = array_derivative(graph, names, with_value)
     tape = first.tape
-    shape = tape.declared[name]
-    if len(shape) > 1:
-        raise AdgradError(f"--order 2 takes a vector or a number, and '{name}' has shape "
-                          f'{shown(shape)}')
-    g = first.results[-1][1]
-    if type(g) is not Ref:
-        hessian = tape.fit(0.0, shape + shape)
-    else:
-        u = tape.input(' u')
-        tape.declared[' u'] = shape
-        current = Graph(tape.nodes, g, dict(tape.inputs), {}, graph.source)
-        values = [n.value if n.op in ('const', 'static') and not getattr(n.value, 'ndim', 0)
-                  else Ref(i) for i, n in enumerate(tape.nodes)]
-        point = _Point(tape)
-        point.wanted = frozenset([name])
-        grads = backward(current, values, algebra=point, seed=u)
-        hu = tape.fit(grads[tape.inputs[name]], shape)
-        hessian = coefficient(tape, hu, u)
-        del tape.inputs[' u']
-    results = first.results[:-1] + [(name, hessian)]
-    return Derivative(tape, results, graph.source, order=2)
+    for name in names:
+        if len(tape.declared[name]) > 1:
+            raise AdgradError(f"--order 2 takes vectors or numbers, and '{name}' has shape "
+                              f'{shown(tape.declared[name])}: choose others with --wrt')
+    gradients = dict(first.results[len(first.results) - len(names):])
+    seeded = {}    # y -> (u, the VJP of y's gradient along u at every input)
+
+    def along(y):
+        if y not in seeded:
+            g = gradients[y]
+            direction = f' u{len(seeded)}'
+            u = tape.input(direction)
+            tape.declared[direction] = tape.declared[y]
+            current = Graph(tape.nodes, g, dict(tape.inputs), {}, graph.source)
+            values = [n.value if n.op in ('const', 'static') and not getattr(n.value, 'ndim', 0)
+                      else Ref(i) for i, n in enumerate(tape.nodes)]
+            point = _Point(tape)
+            point.wanted = frozenset(names)
+            seeded[y] = u, backward(current, values, algebra=point, seed=u)
+            del tape.inputs[direction]
+        return seeded[y]
+
+    blocks = {}
+    for i, x in enumerate(names):
+        for y in names[i:]:
+            # along a number's direction where there is one: the rules of a
+            # coefficient by a number take any linear op (x's block by a number
+            # y is y's by x, both of x's shape)
+            by, at = (x, y) if tape.declared[x] == () and tape.declared[y] != () else (y, x)
+            if type(gradients[by]) is not Ref:
+                blocks[x, y] = tape.fit(0.0, tape.declared[x] + tape.declared[y])
+                continue
+            u, grads = along(by)
+            hu = tape.fit(grads[tape.inputs[at]], tape.declared[at])
+            blocks[x, y] = coefficient(tape, hu, u)
+    results = first.results[:len(first.results) - len(names)]
+    pairs = {}
+    for i, x in enumerate(names):     # as the mixed partials of numbers: x_x, x_y, y_y
+        for y in names[i:]:
+            label = x if len(names) == 1 else f'{x}_{y}'
+            pairs[label] = (x, y)
+            results.append((label, blocks[x, y]))
+    return Derivative(tape, results, graph.source, order=2, wrt=pairs)
+
+
+def result_shape(derivative, label):
+    """The shape of a result of array_derivative or array_hessian_formula:
+    the value's, a gradient's input's, or a Hessian block's (x's then y's)."""
+    if label == 'value':
+        return ()
+    declared = derivative.tape.declared
+    if derivative.order == 1:
+        return declared[label]
+    x, y = derivative.wrt[label]
+    return declared[x] + declared[y]

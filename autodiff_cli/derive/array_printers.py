@@ -4,7 +4,7 @@ printers.lay_out walks the tape as for numbers, with the primitives' own
 templates; `spell` here writes what a template cannot: an array op's static
 arguments (an axis left out where it is the default, a key as `A[:, 0]`, a
 shape), an array constant, a size. Sizes are the program's own names, checked
-by the parser, mangled where a language reserves them. C is not written yet.
+by the parser, mangled where a language reserves them. C is array_c.py's.
 """
 
 from ..core.primitives import ATOM
@@ -126,8 +126,33 @@ class Speller:
         return self.call('reshape', [arguments[0][0], '[' + ', '.join(sizes) + ']'])
 
     def op_unindex(self, i, node, arguments):
-        raise AdgradError(f'--lang {self.language} has no form yet for the gradient of '
-                          'a subscript into a larger array; --lang numpy has')
+        """g placed at key in zeros of shape, as products with rows of the
+        identity: g*eye(n)[k], eye(n)[1:3].T @ g, outer(eye(m)[i], g)."""
+        key, shape = (self.static(a) for a in node.args[1:])
+        if self.language != 'adgrad' or len(shape) > 2:
+            raise AdgradError(f'--lang {self.language} has no form yet for the gradient of '
+                              'a subscript into a larger array; --lang numpy has')
+        raw, precedence = arguments[0]
+        g = raw if precedence >= 3 else f'({raw})'        # as @'s right side, or a factor
+        rows = []     # per axis: None (every entry), or (an index?, the rows of eye)
+        for axis, n in enumerate(shape):
+            k = key[axis] if axis < len(key) else slice(None)
+            rows.append(None if k == slice(None) else (
+                not isinstance(k, slice), f'eye({self.size(n)})[{_key_text((k,), self.number)}]'))
+        if all(r is not None and r[0] for r in rows):       # one entry
+            picked = [r[1] for r in rows]
+            factor = raw if precedence >= 2 else g
+            return f"{factor}*{picked[0] if len(picked) == 1 else self.call('outer', picked)[0]}", 2
+        if len(rows) == 2 and any(r is not None and r[0] for r in rows):   # a row or a column
+            k = 0 if rows[0] is not None and rows[0][0] else 1
+            other = rows[1 - k]
+            rest = raw if other is None else f'{other[1]}.T @ {g}'
+            pair = [rows[k][1], rest] if k == 0 else [rest, rows[k][1]]
+            return self.call('outer', pair)
+        if rows[0] is None and (len(rows) == 1 or rows[1] is None):
+            return raw, precedence
+        left = (raw if precedence >= 2 else g) if rows[0] is None else f'{rows[0][1]}.T @ {g}'
+        return (left if len(rows) == 1 or rows[1] is None else f'{left} @ {rows[1][1]}'), 2
 
 
 class NumpySpeller(Speller):
@@ -316,10 +341,9 @@ def numpy_formula(derivative, graph):
     for op in used:
         lines += [helpers[op], '']
     parameters = ', '.join(printed.variables.values())
-    what = 'gradient' if derivative.order == 1 else 'Hessian'
-    lines += ['', f'def f({parameters}):',
-              f'    """The value and the {what} {{name: array}}, each gradient in its '
-              'input\'s shape."""']
+    what = ("the gradient {name: array}, each in its input's shape" if derivative.order == 1
+            else "the Hessian's blocks {d2_x_y: array}, each of x's shape then y's")
+    lines += ['', f'def f({parameters}):', f'    """The value and {what}."""']
     for original, name in printed.variables.items():
         lines.append(f'    {name} = np.asarray({name}, dtype=np.float64)')
     bound = set()
@@ -336,13 +360,13 @@ def numpy_formula(derivative, graph):
         if name is not None:
             lines.append(f'        {name} = {text}')
     (_, value, _), gradients = outputs[0], outputs[1:]
+    from .array_formula import result_shape
     entries = []
     for label, text, ref in gradients:
-        shape = tape.declared[label]
-        if derivative.order == 2:
-            shape = shape + shape
+        shape = result_shape(derivative, label)
         shape_text = speller.shape_text(shape) if shape else '()'
-        entries.append(f'{label!r}: np.broadcast_to({text}, {shape_text}).astype(np.float64)')
+        key = label if derivative.order == 1 else _label(label, 2)   # never the gradient's name
+        entries.append(f'{key!r}: np.broadcast_to({text}, {shape_text}).astype(np.float64)')
     lines.append(f"    return float({value}), {{{', '.join(entries)}}}")
     return '\n'.join(lines) + '\n'
 
@@ -359,11 +383,13 @@ def latex_formula(derivative, graph, function):
     lines = [rf'\[ {name} = {text} \]' for name, text in printed.bindings]
     function = latex_name(function)
     for (label, _), (_, name, text) in zip(derivative.results, printed.results):
-        by = printed.variables.get(label, latex_name(label))
+        by = [printed.variables.get(v, latex_name(v)) for v in derivative.wrt[label]]
         if derivative.order == 1:
-            head = rf'\frac{{\partial {function}}}{{\partial {by}}}'
+            head = rf'\frac{{\partial {function}}}{{\partial {by[0]}}}'
+        elif by[0] == by[-1]:
+            head = rf'\frac{{\partial^{{2}} {function}}}{{\partial {by[0]}^{{2}}}}'
         else:
-            head = rf'\frac{{\partial^{{2}} {function}}}{{\partial {by}^{{2}}}}'
+            head = rf'\frac{{\partial^{{2}} {function}}}{{\partial {by[0]} \, \partial {by[1]}}}'
         lines.append(rf'\[ {head} = {text} \]')
     return '\n'.join(lines) + '\n'
 
@@ -374,16 +400,16 @@ def array_derivative_text(graph, names, order=1, lang='adgrad'):
     code = lang in ('numpy', 'c')
     if order == 1:
         derivative = array_derivative(graph, names, with_value=code)
-    elif order == 2 and len(names) == 1:
-        derivative = array_hessian_formula(graph, names[0], with_value=code)
+    elif order == 2:
+        derivative = array_hessian_formula(graph, names, with_value=code)
     else:
-        raise AdgradError('--order 2 of an array program takes one variable, a vector or a '
-                          'number, with --wrt X; higher orders take numbers only')
+        raise AdgradError('--order of an array program is 1 or 2 (of vectors and numbers); '
+                          'higher orders take numbers only')
     if lang == 'adgrad':
         return adgrad_formula(derivative, graph)
     if lang == 'numpy':
         return numpy_formula(derivative, graph)
     if lang == 'latex':
         return latex_formula(derivative, graph, printers.output_name(graph))
-    raise AdgradError('--lang c of an array program is not written yet; --lang numpy '
-                      'gives the formulas as code')
+    from .array_c import c_formula
+    return c_formula(derivative, graph)

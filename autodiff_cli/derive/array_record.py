@@ -109,6 +109,7 @@ def array_hessian(graph, point, names):
 
     import numpy as np
     point = {name: tensors.algebra().coerce(value) for name, value in point.items()}
+    graph = tensors.bind_sizes(graph, point)
     shape = tensors.shapes(graph, point)[graph.output]
     if shape:
         raise AdgradError(f'the Hessian needs a scalar output, and this one has shape '

@@ -32,6 +32,11 @@ def coefficient(tape, expression, u):
     return coefficients[expression]
 
 
+# Ops linear in their first argument, the others static (an axis, a shape, a key).
+_LINEAR = ('sum', 'mean', 'transpose', 'reshape', 'broadcast_to', 'sum_to', 'index', 'unindex',
+           'trace', 'diag')
+
+
 def _rule(tape, i, node, coefficients, vector):
     op, args = node.op, node.args
     parts = [coefficients.get(a) for a in args]
@@ -50,6 +55,12 @@ def _rule(tape, i, node, coefficients, vector):
         return _scaled(tape, scale, args[0], parts[0], vector)
     if op == 'mul' and parts[0] is None:
         return _scaled(tape, values[0], args[1], parts[1], vector)
+    if op in _LINEAR and not vector and all(p is None for p in parts[1:]):
+        # a number u: C has the node's shape, and op(C u) = op(C) u
+        return getattr(tape, op)(parts[0], *[tape.nodes[a].value for a in args[1:]])
+    if op in ('matmul', 'outer') and not vector and (parts[0] is None) != (parts[1] is None):
+        product = getattr(tape, op)     # a number u: (C u) @ b = (C @ b) u, and so outer
+        return product(parts[0], values[1]) if parts[1] is None else product(values[0], parts[1])
     if op == 'matmul':
         (a, b), (ca, cb) = args, parts
         if cb is not None and ca is None and len(tape.shape(b)) == 1:

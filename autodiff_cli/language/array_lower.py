@@ -7,7 +7,7 @@ An array op's static argument becomes a 'static' node holding the plain
 value; a constant literal folds into one 'const' node holding its array.
 """
 
-from ..core.array_rules import shown
+from ..core.array_rules import names_a_size, shown
 from ..core.graph import Graph
 
 # Numbers in the array literals of one program, counted as they are read
@@ -83,7 +83,7 @@ class ArrayLowering:
             if j in needed:
                 continue
             node = self.node_at(j)
-            if node.op in ('input', 'param'):
+            if node.op in ('input', 'param') or node.op == 'static' and names_a_size(node.value):
                 raise self.error(f'{what} must be a constant, such as {example}', start)
             needed.add(j)
             stack.extend(node.args)
@@ -107,7 +107,7 @@ class ArrayLowering:
         while stack:
             j = stack.pop()
             node = self.node_at(j)
-            if node.op in ('input', 'param'):
+            if node.op in ('input', 'param') or node.op == 'static' and names_a_size(node.value):
                 return False
             if j not in seen:
                 seen.add(j)
@@ -227,6 +227,36 @@ class ArrayLowering:
         stack[-1] = Keyword(name, start, value)
         self.keywords += 1   # the calls' fast paths are closed until its call takes it
 
+    # ---- sizes read as numbers: n of `input x[n]`, in x / n, ones(n), eye(n) ----
+
+    def is_size(self, name):
+        return self.shapes is not None and any(name in shape for shape in self.shapes.values())
+
+    def size_value(self, name, span):
+        """The node of a declared size read as a number (the arrays bind it
+        when they arrive), or None for a name no declaration gives a size."""
+        if not self.is_size(name):
+            return None
+        if self.loops:   # a body's shapes are checked before any array binds it
+            raise self.error(f"a size read as a number goes outside loops: bind it before "
+                             f'the loop, as in {name}_ = {name}', span[0])
+        return self.emit('size', (self.emit('static', (), span, value=(name,)),), span)
+
+    def not_a_size(self, name, start, what):
+        if self.is_size(name):
+            raise self.error(f"'{name}' is a size of the declared arrays; choose another name "
+                             f'for the {what}', start)
+
+    def size_name(self, value):
+        """The name of a size read as a number (`n`), its nodes dropped; None
+        for any other expression."""
+        node = self.node_at(value[2])
+        if node.op != 'size' or len(self.node_at(node.args[0]).value) != 1:
+            return None
+        name = self.node_at(node.args[0]).value[0]
+        self.drop_tail({value[2] ^ self.flip, node.args[0] ^ self.flip})
+        return name
+
     # ---- shaped inputs: input W[2, 3], x[n] = [1, 2] ----
 
     def sizes(self, stack, size):
@@ -245,6 +275,10 @@ class ArrayLowering:
         children = stack[-size:]
         del stack[-size:]
         (_, start, end, name), _, shape, _ = children[:4]
+        for n in shape:
+            if isinstance(n, str) and (n in self.names or n in self.input_ids):
+                raise self.error(f"'{n}' is already a variable; a size needs a name of its own",
+                                 start)
         if len(shape) > 3:
             raise self.error(f"'{name}' has {len(shape)} axes; adgrad takes at most 3", start)
         self.shapes[name] = shape = tuple(shape)
@@ -320,7 +354,10 @@ class ArrayLowering:
 
     def constructor(self, name, positional, span):
         import numpy as np
-        sizes = [self.integer(v, f'a size of {name}()') for v in reversed(positional)][::-1]
+        sizes = [self.size_name(v) or self.integer(v, f'a size of {name}()')
+                 for v in reversed(positional)][::-1]
+        if any(isinstance(n, str) for n in sizes):
+            return self.symbolic_constructor(name, sizes, span)
         if not 1 <= len(sizes) <= (2 if name == 'eye' else 3) or any(n <= 0 for n in sizes):
             raise self.error(f'{name}() takes {"1 or 2" if name == "eye" else "1 to 3"} '
                              'positive sizes', span[0])
@@ -333,6 +370,21 @@ class ArrayLowering:
                              f'adgrad takes at most {MAX_ENTRIES} in one array', span[0])
         value = np.eye(*sizes) if name == 'eye' else getattr(np, name)(tuple(sizes))
         return self.emit('const', (), span, value=value)
+
+
+    def symbolic_constructor(self, name, sizes, span):
+        """ones(n, 2), zeros(n), eye(n) of a declared size n: a broadcast of
+        1 or 0, the identity, whose sizes the arrays bind when they arrive."""
+        if name == 'eye':
+            if len(sizes) == 2 and sizes[0] != sizes[1] or not isinstance(sizes[0], str):
+                raise self.error('eye() of a size name takes that one size, as in eye(n)',
+                                 span[0])
+            return self.emit('eye', (self.emit('static', (), span, value=sizes[0]),), span)
+        if len(sizes) > 3 or any(isinstance(n, int) and n <= 0 for n in sizes):
+            raise self.error(f'{name}() takes 1 to 3 positive sizes', span[0])
+        one = self.emit('const', (), span, value=float(name == 'ones'))
+        return self.emit('broadcast_to', (one, self.emit('static', (), span, value=tuple(sizes))),
+                         span)
 
 
 class _Slice:

@@ -26,6 +26,7 @@ from ..core.graph import Branch, Graph, Node
 from ..core.loops import CARRY, FREE, SCAN, Loop
 from ..core.primitives import CONSTANTS, FUNCTIONS, LOGIC
 from ..errors import AdgradError, did_you_mean
+from ..core.array_rules import names_a_size
 from .array_lower import ARRAY_NAMES, MAX_LITERAL, REDUCING, ArrayLowering, Keyword
 from .copier import LARGEST, WARM, copier
 from .parse import parse
@@ -273,6 +274,8 @@ class Lowering(ArrayLowering):
         if name in KEYWORDS:
             raise self.error(f"'{name}' is a keyword, not a value", start)
         node_id = self.input_ids.get(name)
+        if node_id is None and self.shapes:
+            node_id = self.size_value(name, (start, end))
         if node_id is None:
             # Always on the tape, even while a body is read: an input belongs
             # to the whole program, not to each call (nor to a loop's body).
@@ -333,6 +336,8 @@ class Lowering(ArrayLowering):
         _, start, _, name = token
         if name in _RESERVED or name in self.blocks:
             self.check_name(name, start, 'binding')
+        if self.shapes:
+            self.not_a_size(name, start, 'binding')
         if name in self.input_ids and name not in self.declared:
             use = self.top_tape()[self.input_ids[name]].span[0]
             if self.loops:   # x = x*2 in a body: the loop's start value is missing
@@ -397,6 +402,8 @@ class Lowering(ArrayLowering):
 
     def declare(self, name, start, end, value):
         """An input of the program, declared by `input`: with its default, unless None."""
+        if self.shapes:
+            self.not_a_size(name, start, 'input')
         if name in self.names or name in self.input_ids:
             raise self.error(f"'{_clip(name)}' is already defined" if name in self.names
                              else f"'{_clip(name)}' is used before its definition",
@@ -415,7 +422,8 @@ class Lowering(ArrayLowering):
         first = self.mark
         for i in range(first, len(self.nodes)):
             node = self.nodes[i]
-            if node.op == 'input' or any(a < first for a in node.args):
+            if node.op == 'input' or any(a < first for a in node.args) or \
+                    node.op == 'static' and names_a_size(node.value):
                 raise self.error(f"the default of '{_clip(name)}' must be a constant expression",
                                  node.span[0] if node.op == 'input' else used_at)
         if node_id < first:

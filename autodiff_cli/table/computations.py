@@ -87,8 +87,8 @@ class ArrayRows(Values):
                                  ', an array, which stays fixed while rows vary; bind it on '
                                  f'the command line ({name}=@FILE)')
         # shapes are the same at every row: a row gives each other input a number
-        shapes = tensors.shapes(graph, {name: tensors.algebra().coerce(fixed.get(name, 0.0))
-                                        for name in graph.inputs})
+        point = {name: tensors.algebra().coerce(fixed.get(name, 0.0)) for name in graph.inputs}
+        shapes = tensors.shapes(tensors.bind_sizes(graph, point), point)
         self.output_shape = shapes[graph.output]
         if self.names and self.output_shape:
             raise UsageError(f'grad needs a scalar output, and this one has shape '
