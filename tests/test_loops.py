@@ -2,6 +2,7 @@
 point, in a batch and with arrays (PyTorch float64 where installed), in
 time and memory linear in the iterations, and one-line errors with a caret."""
 
+import json
 import re
 
 import numpy as np
@@ -203,3 +204,26 @@ def test_a_hundred_thousand_iterations_take_linear_time():
         return time.process_time() - start
     small, large = seconds(10_000), seconds(100_000)
     assert large < 20 * small   # 10 times the iterations: linear, with room for noise
+
+
+@pytest.mark.parametrize('text, value, gradient', [
+    # a body that reads nothing from outside: the loop node has no arguments,
+    # and was taken for a constant whose value is the loop itself (exit 70)
+    ('for i in 0..3 {\n y = 2*i\n}\ny', 4.0, {}),
+    ('input x = 1\nfor i in 0..3 {\n c = 5\n}\nx*c', 5.0, {'x': 5.0}),
+    ('input x = 1\nfor i in 0..3 {\n x = i\n}\nx', 2.0, {'x': 0.0}),
+])
+def test_a_body_that_reads_nothing_from_outside_runs(text, value, gradient):
+    run = run_main(['grad', text, '--json'])
+    assert run.code == 0, run.err
+    assert json.loads(run.out) == {'value': value, 'gradient': gradient}
+
+
+def test_the_page_refuses_a_loop_in_one_line_and_a_notebook_shows_the_picture(tmp_path):
+    run = run_main(['render', '-f', 'samples/deep_loop.ad', '-o', str(tmp_path / 'p.html')])
+    assert run.code == 2 and run.err.startswith('adgrad: error: the interactive page does not '
+                                                'take loops yet') and run.err.count('\n') == 1
+    pytest.importorskip('graphviz')
+    from autodiff_cli import Program
+    result = Program('input x = 1\nfor i in 0..3 {\n x = sin(x)\n}\nx').grad()
+    assert result._repr_html_() is None and '<svg' in result._repr_svg_()

@@ -65,11 +65,11 @@ def forward_looping(graph, inputs, values, algebra, functions, strides=()):
         op, args = node.op, node.args
         if op == 'input':
             values[i] = algebra.coerce(inputs[node.name])
-        elif not args:
-            values[i] = node.value
-        elif op == 'loop':
+        elif op == 'loop':   # (before `not args`: a body may read nothing from outside)
             values[i] = loops.run(node.value, [values[a] for a in args], algebra,
                                   per_loop(node.value), strides, forward)
+        elif not args:
+            values[i] = node.value
         elif op == 'part':
             values[i] = values[args[0]].outputs[node.value]
         else:

@@ -190,6 +190,9 @@ def interactive_page(graph, point, look=None, rankdir='LR', layout=None):
     """The page as bytes. `point` is {variable: value} (every input has one);
     an array program has a slider for each input that is a number."""
     from ..core.graph import is_array_program
+    if graph.loops:   # the page computes node by node in JavaScript, and a loop is a graph
+        raise UsageError('the interactive page does not take loops yet: render it to a '
+                         'picture (-o FILE.svg or .png)')
     look = (look or Look())._replace(ids=True)
     arrays = is_array_program(graph, point)
     if arrays:
