@@ -472,3 +472,21 @@ def test_explain_on_a_terminal_wraps_between_words():
     wrapped = out.decode().replace('\r\n', '\n').split('diagnosis:\n')[1]
     assert all(len(line) <= 60 for line in wrapped.splitlines()), wrapped
     assert ' '.join(wrapped.split()) == ' '.join(finding.split()), wrapped   # cut at spaces only
+
+
+def test_explain_keeps_json_and_csv_readable(run_cli):
+    """(found by a new-user trial) --explain --json printed its findings after
+    the JSON, so the output was not JSON: they are a list inside it; with CSV
+    they go to stderr, and stdout stays the rows."""
+    import csv
+    import io
+    code, out, err = run_cli('grad', 'x*y', 'x=1', 'y=2', '--explain', '--json')
+    record = json.loads(out)
+    assert (code, err) == (0, '') and record['gradient'] == {'x': 2.0, 'y': 1.0}
+    assert record['diagnosis'][0].startswith('x: gradient 2;')
+    code, out, err = run_cli('grad', 'x*y', 'x=1', 'y=2', '--explain', '--format', 'jsonl')
+    assert json.loads(out)['diagnosis'] == record['diagnosis']
+    code, out, err = run_cli('grad', 'x*y', 'x=1', 'y=2', '--explain', '--format', 'csv')
+    assert list(csv.reader(io.StringIO(out))) == [['x', 'y', 'value', 'd_x', 'd_y'],
+                                                 ['1.0', '2.0', '2.0', '2.0', '1.0']]
+    assert err.startswith('diagnosis:\n  x: gradient 2;')

@@ -125,9 +125,18 @@ def run(args, env):
         from .forward_mode import run_forward
         return run_forward(args, graph, inputs, names, env)
     result = compute(graph, inputs, names, args, env)
+    if not getattr(args, 'explain', False):
+        write(result, args.format, env)
+        return Exit.OK
+    lines = findings(graph, inputs)
+    if Format(args.format) in (Format.JSON, Format.JSONL):   # one document: the findings in it
+        result.diagnosis = lines
+        write(result, args.format, env)
+        return Exit.OK
     write(result, args.format, env)
-    if getattr(args, 'explain', False):
-        write_explanation(graph, inputs, env)
+    # CSV and TSV stay rows to read: the findings go to stderr
+    write_explanation(lines, env, env.stdout if Format(args.format) in (Format.PLAIN, Format.TABLE)
+                      else env.stderr)
     return Exit.OK
 
 
@@ -154,13 +163,16 @@ def bind_data(path, graph, bindings, env):
     return columns
 
 
-def write_explanation(graph, inputs, env):
-    """`grad --explain`: the library's diagnosis (pictures/health.py) after the
-    result, one finding a line, under a heading that sets it apart from the numbers."""
+def findings(graph, inputs):
+    """`grad --explain`'s findings, a line each: the library's diagnosis
+    (pictures/health.py), and what the backward pass keeps where it is large."""
     from ..pictures.health import explain_point
-    lines = explain_point(graph, inputs)
-    lines += memory_note(graph)
-    if env.stdout_isatty:   # wrapped at spaces, not by the terminal mid-number; a pipe keeps a line each
+    return explain_point(graph, inputs) + memory_note(graph)
+
+
+def write_explanation(lines, env, stream):
+    """The findings after the result, under a heading that sets them apart from the numbers."""
+    if stream is env.stdout and env.stdout_isatty:   # wrapped at spaces, not by the terminal mid-number; a pipe keeps a line each
         import shutil
         import textwrap
         width = max(40, shutil.get_terminal_size().columns - 1)
@@ -171,7 +183,7 @@ def write_explanation(graph, inputs, env):
     text = '\ndiagnosis:\n' + ''.join(f'{line}\n' for line in lines)
     if env.partial != '∂':
         text = text.replace('∂', 'd')
-    env.stdout.write(text)
+    stream.write(text if stream is env.stdout else text.lstrip('\n'))
 
 
 # Past this, --explain says what the backward pass keeps, and how to keep less.

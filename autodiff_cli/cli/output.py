@@ -42,15 +42,17 @@ for _k, _field in enumerate(NodeRecord._fields):
 
 class Result:
     """One point's result: what every writer takes."""
-    __slots__ = ('value', 'inputs', 'gradients', 'nodes', 'warnings', 'title')
+    __slots__ = ('value', 'inputs', 'gradients', 'nodes', 'warnings', 'title', 'diagnosis')
 
-    def __init__(self, value, inputs, gradients=None, nodes=None, warnings=(), title=''):
+    def __init__(self, value, inputs, gradients=None, nodes=None, warnings=(), title='',
+                 diagnosis=None):
         self.value = value
         self.inputs = inputs          # variable name -> the value it had, sorted by name
         self.gradients = gradients    # variable name -> df/dname, in the order asked; None for eval
         self.nodes = nodes            # NodeRows, with --nodes; else None
         self.warnings = list(warnings)
         self.title = title            # the output's source text, for the table
+        self.diagnosis = diagnosis    # --explain's findings, for the JSON writers; else None
 
     def __repr__(self):
         return f'Result({", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__)})'
@@ -192,6 +194,8 @@ def json_text(result, env):
                          'expr': r.expr, 'block': r.block, 'value': json_number(r.value),
                          'grad': None if r.grad is None else json_number(r.grad)}
                         for r in result.nodes]
+    if result.diagnosis is not None:
+        out['diagnosis'] = result.diagnosis
     return json.dumps(out, allow_nan=False, ensure_ascii=False) + '\n'
 
 
@@ -230,8 +234,10 @@ def delimited(result, env, fmt):
 def json_lines(result, env):
     import json
     header, rows = _row_table(result, Format.JSONL)
-    return ''.join(json.dumps(dict(zip(header, [json_number(c) if isinstance(c, float)
-                                                or hasattr(c, 'ndim') else c for c in row])),
+    extra = {} if result.diagnosis is None else {'diagnosis': result.diagnosis}
+    return ''.join(json.dumps({**dict(zip(header, [json_number(c) if isinstance(c, float)
+                                                   or hasattr(c, 'ndim') else c for c in row])),
+                               **extra},
                               allow_nan=False, ensure_ascii=False, separators=(',', ':')) + '\n'
                    for row in rows)
 
