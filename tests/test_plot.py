@@ -226,7 +226,7 @@ def test_without_matplotlib_one_line_names_the_extra(run_cli, monkeypatch, tmp_p
     code, out, err = run_cli('plot', 'x^2', 'x=0..1', '-o', str(tmp_path / 'f.png'))
     assert (code, out) == (2, '')
     assert err == ("adgrad: error: adgrad plot needs matplotlib, adgrad's plot extra: "
-                   "pip install 'adgrad[plot]'\n")
+                   "pip install matplotlib\n")
 
 
 def test_the_title_names_the_output_and_the_values_held():

@@ -11,7 +11,7 @@ from .output import Format, json_number, number
 
 FORMATS = (Format.TABLE, Format.PLAIN, Format.JSON, Format.JSONL, Format.CSV, Format.TSV)
 NEEDS_SCIPY = ("--method {method} needs scipy, adgrad's optimize extra: "
-               "pip install 'adgrad[optimize]'")
+               "pip install scipy")
 KEYS = ('f', 'grad_norm', 'iterations', 'evaluations', 'hessians', 'converged')
 _NUMBER = r'[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|[+-]?inf'
 

@@ -15,7 +15,7 @@ from .evaluate import add_input
 ENDINGS = {'.png': 'png', '.svg': 'svg', '.pdf': 'pdf'}
 MOST_PER_SIDE = 2000   # of a grid: 4 million points
 NEEDS_MATPLOTLIB = ("adgrad plot needs matplotlib, adgrad's plot extra: "
-                    "pip install 'adgrad[plot]'")
+                    "pip install matplotlib")
 
 _EXAMPLES = """examples:
   adgrad plot 'x^2*sin(x)' x=-3..3 -o f.png          # f and f′
