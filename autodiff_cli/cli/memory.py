@@ -144,8 +144,5 @@ def report_text(memory):
 
 
 def size(n):
-    """Bytes as people read them, in powers of 1000: B, kB, MB or GB to one decimal."""
-    for unit, scale in (('GB', 1e9), ('MB', 1e6), ('kB', 1e3)):
-        if n >= scale:
-            return f'{n / scale:.1f} {unit}'
-    return f'{n} B'
+    from ..core.checkpoint import readable
+    return readable(n)
