@@ -31,6 +31,9 @@ FIGURES = [
                       '-o magnitude.svg'),
     ('if-positive.svg', "adgrad render 'if(x > 0, x^2, -x)' x=3 -o if-positive.svg"),
     ('if-negative.svg', "adgrad render 'if(x > 0, x^2, -x)' x=-3 -o if-negative.svg"),
+    ('memory.svg', 'adgrad render -f samples/deep.ad --collapse blocks --memory -o memory.svg'),
+    ('checkpoint.svg', 'adgrad render -f samples/deep.ad --collapse blocks --checkpoint sqrt '
+                       '-o checkpoint.svg'),
 ]
 
 

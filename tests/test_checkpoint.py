@@ -16,7 +16,7 @@ from autodiff_cli.core.primitives import NUMBERS
 from tests.fuzz import arrays as fuzz_arrays, gen
 from tests.helpers import run_main
 
-POLICIES = ['sqrt', 'every:1', 'every:2', 'every:5']
+POLICIES = ['none', 'sqrt', 'every:1', 'every:2', 'every:5']   # none: unread values dropped
 
 
 def bits(x):
@@ -158,9 +158,10 @@ def test_checkpoints_keep_less_and_say_so():
     sqrt = checkpoint.gradients(graph, {'x': 0.5}, NUMBERS, checkpoint.policy('sqrt'))
     every = checkpoint.gradients(graph, {'x': 0.5}, NUMBERS, checkpoint.policy('every:1'))
     assert plain.grads == sqrt.grads == every.grads
-    # Plain keeps four values an iteration (sin, 0.5, the product, the sum);
-    # the index and x are its inputs.
-    assert plain.memory.values == 4 * 10000 + 4
+    # Plain keeps two values an iteration: the 0.5, which the product's rule
+    # reads (with x), and the sum, carried on. sin's rule reads x, the sum's
+    # nothing, so neither sin(x) nor 0.5*x is kept. x and the index are inputs.
+    assert plain.memory.values == 2 * 10000 + 4
     assert plain.memory.recomputed == 0
     # √10000 = 100: a state every 100 iterations; each segment of 100 runs again once.
     assert sqrt.memory.values == 100 + 4

@@ -78,9 +78,13 @@ def run_point(args, graph, inputs, names, env, data=()):
 
         def finite(x):
             return x - x == 0
+    gradients = {name: run.grads[graph.inputs[name]] for name in names}
+    memory = run.memory
+    # The pass's values (a loop's checkpoints among them) have served: they
+    # go before the output, which over arrays takes memory of its own.
+    del run
     if not finite(value):
         numerical('the value is not finite', args.strict, env.warn)
-    gradients = {name: run.grads[graph.inputs[name]] for name in names}
     infinite = [n for n, g in gradients.items() if not finite(g)]
     if infinite:
         numerical(f'the gradient ∂f/∂{infinite[0]} is not finite', args.strict, env.warn)
@@ -93,16 +97,16 @@ def run_point(args, graph, inputs, names, env, data=()):
         import json
 
         from .output import json_text
-        out = json.loads(json_text(result, env))
-        if args.memory:
-            out['memory'] = as_json(run.memory)
-        env.stdout.write(json.dumps(out, allow_nan=False, ensure_ascii=False) + '\n')
+        text = json_text(result, env)
+        if args.memory:   # spliced in, not parsed and written again: the text can be large
+            text = text.rstrip()[:-1] + ', "memory": ' + json.dumps(as_json(memory)) + '}\n'
+        env.stdout.write(text)
         return Exit.OK
     if fmt not in (Format.PLAIN, Format.TABLE):
         raise UsageError(f'--memory and --checkpoint write plain, table or json, not {fmt.value}')
     write(result, Format.PLAIN, env)
     if args.memory:
-        env.stdout.write(report_text(run.memory))
+        env.stdout.write(report_text(memory))
     return Exit.OK
 
 
@@ -144,8 +148,5 @@ def report_text(memory):
 
 
 def size(n):
-    """Bytes as people read them, in powers of 1000: B, kB, MB or GB to one decimal."""
-    for unit, scale in (('GB', 1e9), ('MB', 1e6), ('kB', 1e3)):
-        if n >= scale:
-            return f'{n / scale:.1f} {unit}'
-    return f'{n} B'
+    from ..core.checkpoint import readable
+    return readable(n)

@@ -15,7 +15,7 @@ import re
 import shutil
 import stat
 
-from ..errors import UsageError
+from ..errors import AdgradError, UsageError
 from ..pictures import dot as _dot
 from ..pictures.dot import FIT_NODES, PNG_DPI, TALLEST
 from .common import Exit, input_values, load, report_nonfinite, where
@@ -143,6 +143,7 @@ def run_render(args, env):
     if mode != 'structure':
         values, grads = _passes(graph, values_in, mode == 'backward', warn)
     look = _look(args)
+    plan = _memory_plan(args, graph, values, values_in, mode, fmt, collapse)
 
     # Lay out and render everything in memory first; write only at the end.
     outputs = []
@@ -160,14 +161,14 @@ def run_render(args, env):
                                                                    args.max_nodes))
         elif getattr(args, 'step', None) is not None:
             _check_size(graph, args.max_nodes or MAX_NODES, '--step')
-            data = _one_step(graph, values, grads, args, look, fmt, warn)
+            data = _one_step(graph, values, grads, args, look, fmt, warn, plan)
         else:
-            data = _picture(graph, values, grads, mode, args, look, fmt, collapse, warn)
+            data = _picture(graph, values, grads, mode, args, look, fmt, collapse, warn, plan)
         outputs.append((path, data))
     frames = {}
     if args.steps is not None:
         _check_size(graph, args.max_nodes or MAX_STEP_NODES, '--steps')
-        frames = _step_files(graph, values, grads, args, look, frame_format)
+        frames = _step_files(graph, values, grads, args, look, frame_format, plan)
     check_targets(path, args.steps, list(frames))
     for target, data in outputs:
         if target == '-':
@@ -209,7 +210,42 @@ def _passes(graph, values_in, backward_too, warn):
     return values, tensors.gradients(graph, values)
 
 
-def _picture(graph, values, grads, mode, args, look, fmt, collapse, warn):
+def _memory_plan(args, graph, values, values_in, mode, fmt, collapse):
+    """render --memory or --checkpoint: what the pass keeps (checkpoint.plan),
+    or None; refused where there is nothing to mark it on."""
+    memory, text = getattr(args, 'memory', False), getattr(args, 'checkpoint', None)
+    if not memory and text is None:
+        return None
+    from ..core import checkpoint
+    from ..core.graph import is_array_program
+    if memory and text is not None:
+        raise UsageError('--memory draws what the plain pass keeps, --checkpoint what a '
+                         'checkpointed one keeps: give one of them')
+    if fmt in ('text', 'html'):
+        raise UsageError(f'--memory and --checkpoint mark a picture: svg, png, pdf or dot, '
+                         f'not {fmt}')
+    if mode != 'backward':
+        raise UsageError('--memory and --checkpoint draw the backward pass: give every '
+                         'variable a value, and leave out --pass forward')
+    pol = checkpoint.PLAIN
+    if text == 'auto':
+        raise UsageError('render --checkpoint draws sqrt or every:K; auto chooses by '
+                         'the memory a run has, which a picture has not')
+    if text is not None:
+        try:
+            pol = checkpoint.policy(text)
+        except AdgradError as error:
+            raise UsageError(error.message) from None
+    if is_array_program(graph, values_in):
+        from ..core import tensors
+        algebra = tensors.algebra()
+    else:
+        from ..core.primitives import NUMBERS
+        algebra = NUMBERS
+    return checkpoint.plan(graph, values, algebra, pol)
+
+
+def _picture(graph, values, grads, mode, args, look, fmt, collapse, warn, plan=None):
     """The bytes of the whole picture in `fmt`, refused if no viewer could show it."""
     from ..pictures.render import drawing, styled
     from ..pictures.style import LARGE
@@ -219,7 +255,8 @@ def _picture(graph, values, grads, mode, args, look, fmt, collapse, warn):
         _check_size(graph, limit, f'--format {fmt}')
     # Drawn once (collapsed, folded, coloured: a walk of the whole tape), then
     # styled for each layout dot.fitted tries, which change only the style.
-    drawn = drawing(graph, values, grads if mode == 'backward' else None, collapse, look)
+    drawn = drawing(graph, values, grads if mode == 'backward' else None, collapse, look,
+                    plan=plan)
     if fmt in LAYOUT_FORMATS:
         # What is drawn, after --collapse and folding long chains, is what
         # dot lays out: the limit is on that.
@@ -266,12 +303,12 @@ def _check_viewable(data, fmt, crisp=True, has_blocks=False, warn=None, turned=F
              '--collapse blocks draws each block call as one node')
 
 
-def _one_step(graph, values, grads, args, look, fmt, warn):
+def _one_step(graph, values, grads, args, look, fmt, warn, plan=None):
     """Step N of the pass as one picture, caption included (for a slide)."""
     from ..pictures.steps import step_pictures
     pictures = step_pictures(graph, values, grads, rankdir=args.rankdir or 'LR', look=look,
                              forward=args.forward_steps,
-                             fit=_dot.frame_fit(graph, look, args.rankdir))
+                             fit=_dot.frame_fit(graph, look, args.rankdir), plan=plan)
     if not pictures:
         raise UsageError(_NO_STEPS)
     if args.step > len(pictures):
@@ -357,7 +394,7 @@ def _layout(digraph, fmt, max_nodes=None):
                                                         'yourself, or draw a smaller graph')
 
 
-def _step_files(graph, values, grads, args, look, fmt='svg'):
+def _step_files(graph, values, grads, args, look, fmt='svg', plan=None):
     """{file name: bytes} for every frame of the pass, and index.html."""
     from ..pictures.layout import node_positions
     from ..pictures.scene import scene
@@ -368,7 +405,8 @@ def _step_files(graph, values, grads, args, look, fmt='svg'):
     baked = fmt != 'svg'
     look = look._replace(caption=baked)
     pictures = step_pictures(graph, values, grads, rankdir=args.rankdir or 'LR', look=look,
-                             forward=forward_steps, fit=_dot.frame_fit(graph, look, args.rankdir))
+                             forward=forward_steps, fit=_dot.frame_fit(graph, look, args.rankdir),
+                             plan=plan)
     if not pictures:
         raise UsageError(_NO_STEPS)
     files = {}

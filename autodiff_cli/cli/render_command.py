@@ -63,6 +63,11 @@ def add_arguments(parser, command):
     parser.add_argument('--max-nodes', type=node_count, metavar='N', default=None,
                         help=f'refuse to lay out a larger graph (default {MAX_NODES}, and '
                              f'{MAX_STEP_NODES} with --steps, which lays it out once per node)')
+    parser.add_argument('--memory', action='store_true',
+                        help="mark the values the backward pass keeps, and their bytes")
+    parser.add_argument('--checkpoint', metavar='POLICY', default=None,
+                        help='draw gradient checkpointing: sqrt or every:K; the checkpoints '
+                             'kept, the segments computed again (with --steps, as they are)')
     add_picture_options(parser)
 
 

@@ -21,6 +21,7 @@ from collections import namedtuple
 from ..errors import AdgradError
 from . import loops
 from .passes import forward, sweep, taken
+from .saved import placeholder, saved, unread
 
 Policy = namedtuple('Policy', 'kind every limit')   # kind: 'none', 'sqrt', 'every', 'auto'
 
@@ -64,6 +65,14 @@ def parse_bytes(text):
     if value is None or not math.isfinite(value) or value <= 0:
         raise AdgradError(f"a memory size such as 200MB or 1.5GB, not '{text}'")
     return int(value)
+
+
+def readable(n):
+    """Bytes as people read them, in powers of 1000: B, kB, MB or GB to one decimal."""
+    for unit, scale in (('GB', 1e9), ('MB', 1e6), ('kB', 1e3)):
+        if n >= scale:
+            return f'{n / scale:.1f} {unit}'
+    return f'{n} B'
 
 
 def value_bytes(value):
@@ -168,10 +177,11 @@ def units(graph):
 
 
 def tape_cuts(graph, pol, sizes=None, budget=None):
-    """The starts of the tape's segments, in order (from 0); [0] is one segment."""
+    """The starts of the tape's segments, in order (from 0); [0] is one segment,
+    as is a tape with loops (whose iterations are cut instead)."""
     starts = units(graph)
     n = len(starts)
-    if pol.kind == 'none' or n < 2:
+    if pol.kind == 'none' or n < 2 or graph.loops:   # a loop's iterations are the segments
         return [0]
     if pol.kind == 'sqrt':
         k = math.ceil(math.sqrt(n))
@@ -236,13 +246,23 @@ def gradients(graph, inputs, algebra, pol=PLAIN, seed=1.0, backward_pass=True):
             held = sum(value_bytes(v) for v in state if v is not None)
             return loop_info.setdefault(id(loop), (loop, iteration, held, loop_strides(
                 loop, pol, iteration, held, budget)))[3]
+        choose.drops = drops
         return choose
+    unreads = {}
+
+    def drops(loop, values):
+        if id(loop) not in unreads:
+            unreads[id(loop)] = unread(loop, values, algebra)
+        return unreads[id(loop)]
     cuts = tape_cuts(graph, pol) if pol.kind in ('sqrt', 'every') else [0]
     if len(cuts) == 1:
         values = forward(graph, inputs, algebra, strides_of)
         ran = None
+        keep = saved(graph, values, algebra)
+        _drop(values, keep, 0, len(values))
     else:
-        values, ran = _forward_dropping(graph, inputs, algebra, cuts, strides_of)
+        values, ran, reads = _forward_dropping(graph, inputs, algebra, cuts, strides_of)
+        keep = keep_set(graph, cuts)
     grads = None
     segments = []
     if backward_pass:
@@ -250,25 +270,16 @@ def gradients(graph, inputs, algebra, pol=PLAIN, seed=1.0, backward_pass=True):
         grads[graph.output] = seed
         meeting = getattr(algebra, 'meeting', None)
         meet = meeting(graph, values, grads, algebra) if meeting is not None else None
-        hooks = None if ran is None else _refills(graph, values, algebra, cuts, ran, segments)
+        hooks = None if ran is None else _refills(graph, values, algebra, cuts, ran, reads,
+                                                  segments)
         # From the end of the output's segment, whose hook runs it again first
         # (nodes past the output get no gradient).
         top = graph.output if ran is None else min(
             [stop for stop in list(cuts[1:]) + [len(graph.nodes)] if stop > graph.output]) - 1
         sweep(graph, values, grads, algebra, meet, top, hooks)
         grads = meet.result() if meet is not None else [0.0 if g is None else g for g in grads]
-    memory = _memory(graph, values, grads, loop_info, cuts, ran, segments, pol)
+    memory = _memory(graph, values, grads, loop_info, keep, segments, pol, unreads)
     return Run(values, grads, memory)
-
-
-def _placeholder(value):
-    """A dropped value's stand-in: None, or over arrays a view of one zero in
-    its shape, which backward's meetings can read a shape from."""
-    shape = getattr(value, 'shape', None)
-    if not shape:
-        return None
-    import numpy as np
-    return np.broadcast_to(np.float64(0.0), shape)
 
 
 def _compute(graph, i, values, inputs, algebra, functions):
@@ -285,7 +296,8 @@ def _compute(graph, i, values, inputs, algebra, functions):
 
 def _forward_dropping(graph, inputs, algebra, cuts, strides_of):
     """Forward, keeping only keep_set's values past each segment's end: the
-    values (dropped ones as _placeholder) and which nodes ran."""
+    values (dropped ones as placeholder), which nodes ran, and which values
+    backward reads (saved.saved, asked of each segment before it is dropped)."""
     from .primitives import PRIMITIVES
     functions = {name: getattr(algebra, name) for name in PRIMITIVES}
     nodes = graph.nodes
@@ -299,8 +311,11 @@ def _forward_dropping(graph, inputs, algebra, cuts, strides_of):
                 _compute(graph, i, values, inputs, algebra, functions)
     ends = list(cuts[1:]) + [len(nodes)]
     s, start = 0, 0
+    reads = None
     for i in (taken(graph, values) if takes else range(len(nodes))):
         while i >= ends[s]:
+            # which values the segment's rules read, asked before they go
+            reads = saved(graph, values, algebra, range(start, ends[s]), reads)
             _drop(values, keep, start, ends[s])
             start, s = ends[s], s + 1
         node = nodes[i]
@@ -313,21 +328,23 @@ def _forward_dropping(graph, inputs, algebra, cuts, strides_of):
     for i in range(len(nodes)):   # nodes a point skipped ran as far as executed() says
         if not ran[i] and nodes[i].op == 'input':
             ran[i] = 1
-    return values, ran
+    reads = saved(graph, values, algebra, range(start, len(nodes)), reads)
+    return values, ran, reads
 
 
 def _drop(values, keep, start, stop):
     for j in range(start, stop):
         if not keep[j]:
-            values[j] = _placeholder(values[j])
+            values[j] = placeholder(values[j])
 
 
-def _refills(graph, values, algebra, cuts, ran, log):
+def _refills(graph, values, algebra, cuts, ran, reads, log):
     """backward's hooks: at each segment's last node, drop the segment above
     (its gradients have flowed) and run this one's forward again."""
     from .primitives import PRIMITIVES
     functions = {name: getattr(algebra, name) for name in PRIMITIVES}
     keep = keep_set(graph, cuts)
+    reads = [k or r for k, r in zip(keep, reads)]
     ends = list(cuts[1:]) + [len(graph.nodes)]
     hooks, above = {}, {}
     for s, (start, stop) in enumerate(zip(cuts, ends)):
@@ -339,19 +356,21 @@ def _refills(graph, values, algebra, cuts, ran, log):
                 if ran[j] and not keep[j]:
                     _compute(graph, j, values, {}, algebra, functions)
                     count += 1
+            # what no rule reads has served the segment's forward: it goes
+            _drop(values, reads, start, stop)
             log.append((s, count, values_bytes(values[start:stop])))
         hooks[stop - 1] = refill
     return hooks
 
 
-def _memory(graph, values, grads, loop_info, cuts, ran, segments, pol):
-    """The Memory of a pass: what forward kept, and the peak estimated from
-    the kept values, the largest segment run again and the gradients."""
+def _memory(graph, values, grads, loop_info, keep, segments, pol, unreads):
+    """The Memory of a pass: what forward kept (`keep`, and of each loop's
+    iterations all but `unreads`), and the peak estimated from the kept
+    values, the largest segment run again and the gradients."""
     holders = {}
     count, kept = 0, 0
-    keep = keep_set(graph, cuts) if len(cuts) > 1 else None
     for i, value in enumerate(values):
-        if keep is not None and not keep[i]:
+        if not keep[i]:
             continue
         size = value_bytes(value)
         count += 1
@@ -364,7 +383,8 @@ def _memory(graph, values, grads, loop_info, cuts, ran, segments, pol):
         n = loop.count
         held = loop_peak(n, strides, iteration, state)
         stored = held if not strides else math.ceil(n / strides[0]) * state
-        count += n * _computed(loop) if not strides else math.ceil(n / strides[0])
+        each = _computed(loop) - len(unreads.get(id(loop), ()))   # what an iteration keeps
+        count += n * each if not strides else math.ceil(n / strides[0])
         kept += stored
         label = _loop_label(graph, loop)
         holders[label] = holders.get(label, 0) + stored
@@ -403,3 +423,42 @@ def _loop_label(graph, loop):
     return 'a nested loop'
 
 
+
+
+# ---- what a picture marks ----
+
+# kept: per node, whether backward holds its value (plain: what a rule reads;
+# checkpointed: the checkpoints); again: per node, whether backward computes
+# it again; segment: per node, its segment's number (0 without cuts); bytes:
+# per node, its value's; loops: {loop node id: LoopPlan}.
+Plan = namedtuple('Plan', 'kept again segment bytes loops policy')
+# strides: where the carried state is kept (() every iteration's values);
+# kept, computed: the values an iteration keeps (plain) and computes;
+# iteration: an iteration's kept bytes, state: the carried state's.
+LoopPlan = namedtuple('LoopPlan', 'count strides kept computed iteration state')
+
+
+def plan(graph, values, algebra, pol=PLAIN):
+    """What `render --memory` and `--checkpoint` draw, from a plain pass's
+    values: which nodes backward keeps, which it computes again, the tape's
+    segments and each loop's checkpoints, as gradients() would hold them."""
+    cuts = tape_cuts(graph, pol) if pol.kind in ('sqrt', 'every') else [0]
+    reads = saved(graph, values, algebra)
+    keep = keep_set(graph, cuts) if len(cuts) > 1 else reads
+    again = [not k and bool(node.args) for k, node in zip(keep, graph.nodes)] \
+        if len(cuts) > 1 else [False] * len(keep)
+    loop_plans = {}
+    for i in graph.loops:
+        loop, run_ = graph.nodes[i].value, values[i]
+        first = list(run_.kept[0]) if not run_.strides else None
+        if first is None:
+            continue
+        drop = unread(loop, first, algebra)
+        body = [value_bytes(v) for v, node in zip(first, loop.body.nodes) if node.op != 'input']
+        dropped_bytes = sum(value_bytes(first[j]) for j in drop)
+        iteration = LIST_BYTES + sum(body) - dropped_bytes
+        state = sum(value_bytes(v) for v in loops.initial(loop, run_.args) if v is not None)
+        loop_plans[i] = LoopPlan(loop.count, loop_strides(loop, pol, iteration, state),
+                                 _computed(loop) - len(drop), _computed(loop), iteration, state)
+    return Plan(keep, again, _segment_of(len(graph.nodes), cuts),
+                [value_bytes(v) for v in values], loop_plans, pol)

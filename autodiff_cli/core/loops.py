@@ -51,14 +51,19 @@ def parts(graph, i):
 def run(loop, args, algebra, strides=(), inner=(), forward=None):
     """Run the loop over its arguments' values; a LoopRun. `strides` (see
     checkpoint.py) says what to keep: () keeps every iteration's values; a
-    function of the first iteration's values and the state chooses them.
+    function of the first iteration's values and the state chooses them,
+    and its `drops`, if it has one, which of an iteration's values backward
+    never reads (saved.py): they go as soon as the iteration ends.
     `inner` is what forward() passes on to loops in the body; `forward`,
     passes.forward, runs a body with branches or loops."""
     step, after = stepper(loop, algebra, inner, forward)
     state = initial(loop, args)
     values = step(state, args, 0)
+    drop = ()
     if callable(strides):
-        strides = strides(values, state)
+        drops = getattr(strides, 'drops', None)
+        drop = drops(loop, values) if drops is not None else ()
+        strides = strides(dropped(values, drop), state)
     every = strides[0] if strides else 0
     kept = {0: state} if every else [values]
     state = after(values, state)
@@ -67,11 +72,20 @@ def run(loop, args, algebra, strides=(), inner=(), forward=None):
             kept[t] = state
         values = step(state, args, t)
         if not every:
-            kept.append(values)
+            kept.append(dropped(values, drop))
         state = after(values, state)
     run_ = LoopRun(tuple(values[o] for o in loop.outputs), kept, tuple(strides), args)
-    run_.inner, run_.forward = inner, forward
+    run_.inner, run_.forward, run_.drop = inner, forward, drop
     return run_
+
+
+def dropped(values, drop):
+    """values, those at the ids `drop` replaced by a placeholder (saved.py)."""
+    if drop:
+        from .saved import placeholder
+        for i in drop:
+            values[i] = placeholder(values[i])
+    return values
 
 
 def initial(loop, args):
@@ -149,10 +163,11 @@ def reversed_values(loop, run_, algebra):
         level, start, stop, state = pending.pop()
         if level == len(strides):   # innermost: run it again, keeping every value
             segment = []
+            drop = getattr(run_, 'drop', ())
             for t in range(start, stop):
                 values = step(state, args, t)
-                segment.append(values)
                 state = after(values, state)
+                segment.append(dropped(values, drop))
             for t in range(stop - 1, start - 1, -1):
                 yield t, segment.pop()
             continue

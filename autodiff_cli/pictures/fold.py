@@ -11,6 +11,7 @@ product of their local derivatives, ∂(last)/∂(the node before the run). The
 numbers are the ones backward() computed; nothing is recomputed here.
 """
 
+from .memory import merged_store
 from .scene import merge_links
 from .text import number
 
@@ -93,7 +94,9 @@ def _folded(last, members, drawn, args, items):
             previous = member.id
         if product is not None:
             notes.append(f'∂{last.symbol}/∂{items[before[0].src].symbol} = {number(product)}')
-    return last._replace(title=title, expr=expr, notes=tuple(notes))
+    stores = [m for m in members if m.store is not None]
+    store = merged_store(stores) if stores else last.store
+    return last._replace(title=title, expr=expr, notes=tuple(notes), store=store)
 
 
 def compacted(drawn, merged=False):
@@ -123,9 +126,15 @@ def merge_sums(drawn, everything=False):
     stands_for = drawn_as(drawn, everything)
     if not stands_for:
         return drawn
+    items = {item.id: item for item in drawn.items}
     links = merge_links(drawn.links, lambda i: stands_for.get(i, i))
-    return drawn._replace(items=[item for item in drawn.items if item.id not in stands_for],
-                          links=links)
+    parts = {}   # what a merged node keeps for backward is what its parts kept
+    for i, user in stands_for.items():
+        parts.setdefault(user, [items[user]]).append(items[i])
+    shown = [item if item.id not in parts or all(p.store is None for p in parts[item.id])
+             else item._replace(store=merged_store(parts[item.id]))
+             for item in drawn.items if item.id not in stands_for]
+    return drawn._replace(items=shown, links=links)
 
 
 def drawn_as(drawn, everything=False):
@@ -144,7 +153,8 @@ def drawn_as(drawn, everything=False):
         user = items[out[0]]
         if (user.title == '+' or everything) and user.kind in ('op', 'output') \
                 and user.block == item.block \
-                and user.live == item.live:
+                and user.live == item.live and user.segment == item.segment \
+                and (item.store is None or item.store.kind != 'checkpoint'):
             stands_for[item.id] = user.id
     for i in reversed(list(stands_for)):   # each part to the last sum of its chain
         stands_for[i] = stands_for.get(stands_for[i], stands_for[i])

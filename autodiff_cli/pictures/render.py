@@ -78,9 +78,11 @@ def styled(drawn, mode, rankdir='LR', frame=None, look=None):
     return Picture(style(drawn, mode, rankdir, frame, look))
 
 
-def drawing(graph, values=None, grads=None, collapse=None, look=None, folds=True):
+def drawing(graph, values=None, grads=None, collapse=None, look=None, folds=True, plan=None):
     """The scene to style: collapsed if asked, with gradient health if coloured
-    by it, and a long chain of identical steps folded (fold.py)."""
+    by it, marked with what backward keeps if given a checkpoint.Plan
+    (memory.py), and a long chain of identical steps folded (fold.py) unless
+    its segments are drawn."""
     if collapse not in (None, 'blocks'):
         raise ValueError("collapse must be None or 'blocks'")
     if collapse == 'blocks':
@@ -91,6 +93,9 @@ def drawing(graph, values=None, grads=None, collapse=None, look=None, folds=True
         health = diagnose(graph, values, grads)
         drawn = drawn._replace(items=[item._replace(health=health[item.id])
                                       for item in drawn.items])
-    if not folds:
+    if plan is not None:
+        from .memory import annotate
+        drawn = annotate(drawn, graph, plan, collapse == 'blocks')
+    if not folds or drawn.segments:
         return drawn
     return fold(drawn)

@@ -37,6 +37,8 @@ class Item(NamedTuple):
     health: object = None  # a health.Health, for --color magnitude
     ran: bool = True     # False in an `if`'s branch not taken at this point
     shape: tuple | None = None   # an array's shape (preview.py shows it); None for a number
+    store: object = None   # what backward does with its value (memory.py's Store), if drawn
+    segment: int | None = None   # its checkpoint segment, if drawn
 
 
 class Link(NamedTuple):
@@ -77,6 +79,8 @@ class Scene(NamedTuple):
     blocks: list         # block paths in order of first use, parents before children
     f: str               # what the output is called in ∂f/∂node
     output: int | None = None   # the output's id
+    segments: tuple = ()   # checkpoint segments' labels, when drawn (memory.py)
+    memory: str | None = None   # what the memory marks add up to, for the legend
 
 
 def output_symbol(graph):

@@ -192,10 +192,15 @@ def frames(step_list, forward=False, look=None):
 LONGEST = 3   # lines of a caption on a slide
 
 
-def step_pictures(graph, values, grads, rankdir='LR', look=None, forward=False, fit=None):
+def step_pictures(graph, values, grads, rankdir='LR', look=None, forward=False, fit=None,
+                  plan=None):
     """[(Step, Picture)]: a pass as a series of pictures, one per step. `fit`
     (dot.fitted with its options) chooses one way of drawing, from the last
-    frame, for them all: each frame keeps the positions of the one before."""
+    frame, for them all: each frame keeps the positions of the one before.
+    `plan` (checkpoint.Plan) draws checkpointing: a segment's values are
+    dropped until a step computes them again, just before its gradients."""
+    if plan is not None and not forward:
+        return _checkpoint_pictures(graph, values, grads, rankdir, look, fit, plan)
     look = look or Look()
     if forward:
         step_list = forward_steps(graph, values)
@@ -396,3 +401,58 @@ _PAGE = """<!DOCTYPE html>
 </body>
 </html>
 """
+
+
+def checkpoint_steps(graph, values, grads, plan, drawn):
+    """(Step list, Frame list) of a checkpointed backward pass: before the
+    first gradient of each segment (the last segment first), a step that
+    computes its dropped values again from its checkpoints."""
+    step_list = steps(graph, values, grads)
+    segment = {item.id: item.segment for item in drawn.items}
+    again = {}
+    for item in drawn.items:
+        if item.store is not None and item.store.kind == 'again':
+            again.setdefault(item.segment, set()).add(item.id)
+    labels = drawn.segments
+    out, marks, done, dropped, current = [], [], set(), set().union(*again.values()), None
+    for step in step_list:
+        k = segment.get(step.node)
+        if k is not None and k != current and k in again:
+            current = k
+            dropped -= again[k]
+            sources = labels[k].partition(' from ')[2].replace(' (its gradients flow first)', '')
+            caption = (f'Segment {k + 1} is computed again from {sources}, '
+                       f'{len(again[k])} values, before its gradients flow')
+            first = min(again[k])
+            out.append(Step(first, (), None, caption))
+            marks.append((frozenset(again[k]), caption, frozenset(dropped)))
+        elif k is not None:
+            current = k
+        out.append(step)
+        marks.append((None, step.caption, frozenset(dropped)))
+    frames_ = []
+    for n, (step, (redo, caption, gone)) in enumerate(zip(out, marks), 1):
+        if redo is None:
+            done.add(step.node)
+        frames_.append(Frame(frozenset(done), step.node if redo is None else -1,
+                             f'Step {n} of {len(out)}: {caption}', False,
+                             again=redo or frozenset(), dropped=gone))
+    return out, frames_
+
+
+def _checkpoint_pictures(graph, values, grads, rankdir, look, fit, plan):
+    from .render import drawing
+    drawn = drawing(graph, values, grads, plan=plan, folds=False)
+    step_list, marks = checkpoint_steps(graph, values, grads, plan, drawn)
+    look = look or Look()
+    if look.caption and marks:   # every frame as tall as the one with the longest caption
+        most = max(len(caption_lines(frame.caption, look)) for frame in marks)
+        marks = [frame._replace(lines=most) for frame in marks]
+    if fit is not None and marks:
+        def draw(direction, dressed):
+            picture = Picture(style(drawn, 'backward', direction, marks[-1], dressed))
+            picture.how = (direction, dressed)
+            return picture
+        rankdir, look = fit(draw).how
+    return [(step, Picture(style(drawn, 'backward', rankdir, frame, look)))
+            for step, frame in zip(step_list, marks)]

@@ -38,6 +38,8 @@ INPUT_FILL = '#eff6ff'   # inputs: ovals, light blue
 CONST_FILL = '#f5f5f4'   # constants: small grey boxes
 CONST_EDGE = '#a8a29e'
 MUTED = '#57534e'        # secondary text: the source expression; dark enough for a projector
+KEPT = '#b45309'         # amber: a value the backward pass keeps (--memory, --checkpoint)
+BANDS = ('#f5f5f4', '#eff6ff')   # checkpoint segments, alternately: stone and light blue
 FONT = 'DejaVu Sans,Helvetica,Arial,sans-serif'
 
 # --color magnitude: log10 |gradient| in bins, one colour per decade pair, on
@@ -59,6 +61,8 @@ class Frame(NamedTuple):
     forward: bool = False   # a step of the forward pass: values appear, no gradients
     lines: int = 1       # lines the caption takes, blank ones after it: a series' frames
                          # all as tall as its longest caption makes one
+    again: frozenset = frozenset()     # nodes this step computes again (--checkpoint)
+    dropped: frozenset = frozenset()   # nodes whose values are dropped, not yet again
 
 
 class Look(NamedTuple):
@@ -202,6 +206,9 @@ def _reasons(item, show_grad, pending, look):
         # A call's local derivatives belong to the backward pass: a picture
         # of the forward pass (the tutorial's figure 7) shows values alone.
         rows.extend(_row(_plain(note) if look.compact else note, INK) for note in item.notes)
+    if item.store is not None:
+        rows.append(_row(item.store.note, MUTED if item.store.kind == 'again' else KEPT,
+                         bold=item.store.kind != 'again'))
     return rows
 
 
@@ -283,6 +290,13 @@ def _node_attrs(item, mode, frame, look, output):
             attrs.update(fillcolor=JUST_DONE, penwidth='3')
     if frame is not None and frame.forward and item.id == frame.current:
         attrs.update(fillcolor='#bfdbfe', penwidth='3', color=FORWARD)
+    if item.store is not None and item.store.kind != 'again':   # kept: a thick amber border
+        attrs.update(color=KEPT, penwidth='3.5', style=attrs['style'].replace('dashed,', ''))
+    elif item.store is not None and not (frame is not None and item.id == frame.current):
+        attrs['style'] = attrs['style'].replace('dashed,', '') + ',dashed'
+        attrs['color'] = MUTED
+    if frame is not None and frame.again and item.id in frame.again:
+        attrs.update(fillcolor='#bfdbfe', penwidth='3', color=FORWARD, style='rounded,filled')
     return attrs
 
 
@@ -329,7 +343,7 @@ def _oval(text, fill, edge):
     return f'<TD>{shape}</TD><TD>{esc(text)}</TD>'
 
 
-def _legend(kinds, f, mode, frame, look):
+def _legend(kinds, f, mode, frame, look, stores=frozenset(), memory=None):
     """Rows of swatches for what this picture shows: every colour in it is explained
     (a compact picture's in fewer words, as it is narrow)."""
     brief = look.compact
@@ -357,6 +371,15 @@ def _legend(kinds, f, mode, frame, look):
             cells.append(_swatch('finished in this step', JUST_DONE, KNOWN_EDGE))
     if frame is not None and frame.forward:
         cells.append(_swatch('computed in this step', '#bfdbfe', FORWARD))
+    if frame is not None and frame.again:
+        cells.append(_swatch('computed again now', '#bfdbfe', FORWARD))
+    if 'kept' in stores or 'checkpoint' in stores:
+        cells.append(f'<TD BGCOLOR="white" COLOR="{KEPT}" BORDER="3">&nbsp;'
+                     f'<FONT COLOR="{KEPT}"><B>{"checkpoint" if "checkpoint" in stores else "kept"}'
+                     f'</B></FONT>&nbsp;</TD>')
+    if 'again' in stores:
+        cells.append(f'<TD STYLE="dashed" COLOR="{MUTED}" BORDER="1">&nbsp;'
+                     f'<FONT COLOR="{MUTED}">computed again</FONT>&nbsp;</TD>')
     if mode != 'structure':
         cells.append(f'<TD><FONT COLOR="{FORWARD}">──▶ {"" if brief else "forward: "}values'
                      '</FONT></TD>')
@@ -366,8 +389,15 @@ def _legend(kinds, f, mode, frame, look):
         if brief:   # what the two numbers on a compact node are
             cells.append(f'<TD><FONT COLOR="{FORWARD}">value</FONT> │ '
                          f'<FONT COLOR="{KNOWN_TEXT}">∂{esc(f)}/∂node</FONT></TD>')
+    summary = [f'<TD><FONT COLOR="{KEPT}">{esc(memory)}</FONT></TD>'] if memory else []
+    # A step's swatches fill a row: its arrows go beside the summary (a row
+    # narrower than the one below would stretch the oval's cells).
+    if stores and frame is not None:
+        flows = [cell for cell in cells if cell.startswith('<TD><FONT')]
+        cells = [cell for cell in cells if not cell.startswith('<TD><FONT')]
+        summary = flows + summary
     return [f'<TABLE BORDER="0" CELLSPACING="4" CELLPADDING="2"><TR>{"".join(row)}</TR></TABLE>'
-            for row in (cells, scale) if row]
+            for row in (cells, scale, summary) if row]
 
 
 def block_labels(blocks):
@@ -396,7 +426,7 @@ def _clusters(blocks, fontsize):
             for k, path in enumerate(blocks)}
 
 
-def _attach(dot, blocks, bodies):
+def _attach(dot, blocks, bodies, home=None):
     """Nest the clusters. graphviz copies a subgraph's text when it is attached,
     so children go in first: walk the blocks backwards (children come after
     their parents) and attach each one's children in order of first use."""
@@ -409,7 +439,7 @@ def _attach(dot, blocks, bodies):
         for child in children[path]:
             bodies[path].subgraph(bodies[child])
     for path in roots:
-        dot.subgraph(bodies[path])
+        (dot if home is None else home(path)).subgraph(bodies[path])
 
 
 def ranks(scene):
@@ -540,6 +570,12 @@ def rows(scene, width, points):
     return {item.id: row_of[rank[place[item.id]]] for item in scene.items}
 
 
+def segment_rows(scene):
+    """{node id: row} for a picture of checkpoint segments: a segment a row,
+    read left to right, the segments top to bottom, as the pass runs them."""
+    return {item.id: item.segment for item in scene.items}
+
+
 def strips(scene, width, points, gap=_GAP, compact=False):
     """{node id: strip} to fold a picture wider than `width` inches (drawn left
     to right) into strips stacked one under another, where rows() cannot wrap
@@ -637,6 +673,8 @@ def style(scene, mode='backward', rankdir='LR', frame=None, look=Look()):
     points = FONT_SIZE * look.font_scale
     font = f'{points:g}'
     wrapped = rows(scene, look.width, points) if rankdir == 'LR' else None
+    if scene.segments and rankdir == 'LR' and look.width is not None and not look.fold:
+        wrapped = segment_rows(scene)
     gap = _COMPACT_GAP if look.compact else _GAP if small else _BARE_GAP
     banded = strips(scene, look.width, points, gap, look.compact) \
         if wrapped is None and rankdir == 'LR' and look.fold else None
@@ -661,6 +699,11 @@ def style(scene, mode='backward', rankdir='LR', frame=None, look=Look()):
     # the op that uses it, so it hangs beside that op and the main line of
     # data reads x → [h] → [f] straight across, as in the tutorial's figures.
     bodies = _clusters(scene.blocks, font)
+    bands = {k: graphviz.Digraph(f'cluster_s{k}', graph_attr=dict(
+                 label=f'<{esc(text)}>', style='rounded,filled', fillcolor=BANDS[k % 2],
+                 color=BANDS[k % 2], fontcolor=MUTED, fontsize=font, labeljust='l', margin='5',
+                 labelloc='t'))
+             for k, text in enumerate(scene.segments)}
     uses, arguments = {}, {}
     for link in scene.links:
         uses.setdefault(link.src, []).append(link.dst)
@@ -687,10 +730,11 @@ def style(scene, mode='backward', rankdir='LR', frame=None, look=Look()):
     for item in scene.items:
         pending = None
         if frame is not None and item.id not in frame.done:
-            pending = 'value' if frame.forward else 'grad'
+            pending = 'value' if frame.forward or item.id in frame.dropped else 'grad'
         show_grad = mode == 'backward' and item.live and not (frame is not None and frame.forward)
         target = bodies[item.block] if item.block is not None else \
-            strip_bodies[banded[item.id]] if banded is not None else dot
+            strip_bodies[banded[item.id]] if banded is not None else \
+            bands[item.segment] if bands and item.segment is not None else dot
         attrs = _node_attrs(item, mode, frame, look, scene.output)
         if look.ids:
             attrs['id'] = f'node-n{item.id}'
@@ -702,7 +746,11 @@ def style(scene, mode='backward', rankdir='LR', frame=None, look=Look()):
                     same.attr(rank='same')
                     same.node(f'n{item.id}')
                     same.node(f'n{a}')
-    _attach(dot, scene.blocks, bodies)
+    tops = {item.block.partition('/')[0]: item.segment for item in scene.items
+            if item.block is not None and item.segment is not None}
+    _attach(dot, scene.blocks, bodies, lambda path: bands[tops[path]] if path in tops else dot)
+    for k in sorted(bands):
+        dot.subgraph(bands[k])
     if banded is None and wrapped is None:
         _calls_in_order(dot, scene)
     if banded is not None:
@@ -787,7 +835,9 @@ def style(scene, mode='backward', rankdir='LR', frame=None, look=Look()):
                      f'{"<BR/>".join(told)}</FONT></TD></TR>')
     if look.legend:
         lines.extend(f'<TR><TD ALIGN="LEFT">{row}</TD></TR>'
-                     for row in _legend({i.kind for i in scene.items}, scene.f, mode, frame, look))
+                     for row in _legend({i.kind for i in scene.items}, scene.f, mode, frame, look,
+                                        {i.store.kind for i in scene.items if i.store},
+                                        scene.memory))
     if lines:
         dot.attr(label=f'<<TABLE BORDER="0" CELLPADDING="2">{"".join(lines)}</TABLE>>')
     return dot

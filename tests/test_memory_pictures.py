@@ -1,0 +1,127 @@
+"""What the backward pass keeps, drawn (issue 29): saved values read off the
+rules, `render --memory`, `render --checkpoint` and its step frames.
+
+Counts are checked against the programs by hand: samples/deep.ad's layer is
+tanh(1.5*a + 0.1), whose rules read the tanh's output and the product's
+arguments, never the sum."""
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from autodiff_cli import lower
+from autodiff_cli.cli.main import main
+from autodiff_cli.core import checkpoint
+from autodiff_cli.core.passes import backward, forward
+from autodiff_cli.core.primitives import NUMBERS
+from autodiff_cli.core.saved import OUT, reads, saved
+
+from tests.helpers import run_main
+from tests.test_pictures import SLIDE, points, smallest_font, svg_of
+
+ROOT = Path(__file__).parent.parent
+needs_dot = pytest.mark.skipif(shutil.which('dot') is None, reason='Graphviz is not installed')
+CHAIN = 'input x = 0.5\n' + ''.join(f'x{k} = tanh({"x" if k == 1 else f"x{k - 1}"})\n'
+                                    for k in range(1, 17)) + 'z = x16^2\n'
+
+
+@pytest.mark.parametrize('op, read', [('add', set()), ('sub', set()), ('neg', set()),
+                                      ('mul', {0, 1}), ('tanh', {OUT}), ('exp', {OUT}),
+                                      ('sin', {0}), ('sqrt', {OUT})])
+def test_a_rule_reads_what_its_formula_uses(op, read):
+    # ∂(a + b) = g, g; ∂(a*b) = g*b, g*a; tanh' = (1 - y)(1 + y); sin' = cos(a)
+    args = [0.7] * (1 if op in ('neg', 'tanh', 'exp', 'sin', 'sqrt') else 2)
+    assert reads(op, 0.5, args, NUMBERS) == read
+
+
+def test_the_plain_pass_keeps_what_the_rules_read_and_gets_the_same_gradients():
+    graph = lower((ROOT / 'samples/deep.ad').read_text())
+    values = forward(graph, graph.defaults)
+    keep = saved(graph, values, NUMBERS)
+    ops = [node.op for node, k in zip(graph.nodes, keep) if k and node.args]
+    assert ops.count('tanh') == 10 and ops.count('add') == 0 and ops.count('pow') == 1
+    run = checkpoint.gradients(graph, graph.defaults, NUMBERS)
+    assert run.grads[graph.inputs['x']] == backward(graph, values)[graph.inputs['x']]
+    assert run.memory.values == sum(keep)
+
+
+def marked(dot, what):
+    return len(re.findall(rf'>{what}, 32 B<', dot))
+
+
+def dot_of(*argv):
+    code, out, err = run_main(['render', *argv, '--format', 'dot', '-o', '-'])
+    assert code == 0, err
+    return out
+
+
+def test_render_memory_marks_each_layers_tanh_as_kept(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    dot = dot_of('-f', 'samples/deep.ad', '--collapse', 'blocks', '--memory')
+    # x, z and each call's tanh: one of its three computed values
+    assert len(re.findall(r'keeps 1 of 3 values, 32 B', dot)) == 10
+    assert marked(dot, 'kept') == 2
+    assert 'the backward pass keeps 12 values, 384 B' in dot
+
+
+def test_render_checkpoint_draws_segments_and_their_checkpoints(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    dot = dot_of('-f', 'samples/deep.ad', '--collapse', 'blocks', '--checkpoint', 'sqrt')
+    # 12 units (x, ten calls, z; the 2 as well): ⌈√13⌉ = 4 a segment
+    assert re.findall(r'segment \d: computed again from (\w+)', dot) == ['x', 'x3', 'x7']
+    assert marked(dot, 'checkpoint') == 3 and dot.count('>computed again<') == 8 + 1   # + legend
+    loop = dot_of('-f', 'samples/deep_loop.ad', '--checkpoint', 'every:4')
+    assert 'iterations: ■□□□ ■□□□ ■□' in loop
+    assert 'keeps its state every 4 iterations: 3, 96 B' in loop
+
+
+def test_checkpointed_steps_compute_a_segment_again_before_its_gradients(tmp_path):
+    from autodiff_cli.cli.render import _memory_plan   # noqa: F401 (the command's own plan)
+    from autodiff_cli.pictures.render import drawing
+    from autodiff_cli.pictures.steps import checkpoint_steps
+    graph = lower(CHAIN)
+    values = forward(graph, graph.defaults)
+    grads = backward(graph, values)
+    plan = checkpoint.plan(graph, values, NUMBERS, checkpoint.policy('sqrt'))
+    drawn = drawing(graph, values, grads, plan=plan, folds=False)
+    step_list, frames = checkpoint_steps(graph, values, grads, plan, drawn)
+    segment = {item.id: item.segment for item in drawn.items}
+    again = [k for k, frame in enumerate(frames) if frame.again]
+    assert [segment[step_list[k].node] for k in again] == [3, 2, 1, 0]   # the last first
+    for k in again:   # before the segment's first gradient, its values are back
+        assert frames[k].again.isdisjoint(frames[k].dropped)
+        first = next(j for j in range(k + 1, len(frames)) if not frames[j].again)
+        assert segment[step_list[first].node] == segment[step_list[k].node]
+        assert all(frames[j].again.isdisjoint(frames[j].done) for j in range(k + 1))
+
+
+@needs_dot
+@pytest.mark.parametrize('argv', [
+    ['-f', 'samples/deep.ad', '--collapse', 'blocks', '--checkpoint', 'sqrt'],
+    ['-f', 'samples/deep.ad', '--collapse', 'blocks', '--memory'],
+    ['-f', 'samples/deep_loop.ad', '--checkpoint', 'sqrt'],
+    ['-f', 'samples/deep_loop.ad', '--memory'],
+    ['-f', 'CHAIN', '--checkpoint', 'sqrt'], ['-f', 'CHAIN', '--memory']],
+    ids=lambda argv: ' '.join(argv[1:]))
+def test_memory_pictures_fit_a_16_9_slide_with_12_point_text(argv, tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    chain = tmp_path / 'chain.ad'
+    chain.write_text(CHAIN)
+    svg = svg_of(tmp_path, *[str(chain) if a == 'CHAIN' else a for a in argv])
+    width, height = points(svg)
+    assert width <= SLIDE[0] and height <= SLIDE[1], (width * 2, height * 2)
+    assert smallest_font(svg) >= 12
+
+
+@pytest.mark.parametrize('argv, message', [
+    (['--memory', '--checkpoint', 'sqrt'], 'give one of them'),
+    (['--checkpoint', 'auto'], 'draws sqrt or every:K'),
+    (['--checkpoint', 'every:0'], "unknown --checkpoint 'every:0'"),
+    (['--memory', '--format', 'text'], 'not text'),
+    (['--memory', '--pass', 'forward'], 'draw the backward pass')])
+def test_bad_memory_picture_options_are_one_line_usage_errors(argv, message, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    code, _, err = run_main(['render', '-f', 'samples/deep.ad', *argv, '-o', '-'])
+    assert code == 2 and message in err and err.count('\n') == 1, err
