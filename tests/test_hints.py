@@ -32,6 +32,18 @@ ROWS = [
     # 2. Python's range
     row(['grad', 'input x=1; for i in range(3) { x = x*2 }; x'], 2,
         'there is no range(): loops are written for i in 0..3 { ... }'),
+    # 3. options in the wrong place, of another command, in capitals, with a value
+    row(['--json', 'grad', 'x^2', 'x=3'], 2,
+        "options go after the command: adgrad grad 'x^2' x=3 --json"),
+    row(['diff', 'x^2', '--strict'], 2, '--strict is an option of eval, grad'),
+    row(['grad', 'x^2', 'x=1', '--pass', 'forward'], 2, '--pass is an option of render, not of grad'),
+    row(['render', 'x^2', 'x=1', '--pass', 'backwards', '-o', 'p.svg'], 2,
+        "did you mean 'backward'?"),
+    row(['grad', 'x^2', 'x=1', '--format', 'CSV'], 0, ''),
+    row(['grad', 'x^2', 'x=1', '--json=true'], 2, '--json takes no value: write --json alone'),
+    # 4. an expression and -f
+    row(['grad', 'x*y', '-f', str(SAMPLES / 'product.ad')], 2,
+        'give the program as an expression or with -f, not both'),
     # 5. missing hints
     row(['eval', '2(x+1)', 'x=1'], 2, 'write 2*(x+1) for a product'),
     row(['eval', '(x+1)(x-1)', 'x=1'], 2, 'write (x+1)*(x-1) for a product'),
