@@ -66,6 +66,11 @@ ROWS = [
     *[row(['eval', text, 'x=1'], 2, f'names use ASCII letters, digits and _: write {ascii}')
       for text, ascii in [('α*2', 'alpha'), ('café', 'cafe'), ('x₁', 'x1'), ('Δx', 'Delta_x'),
                           ('ｘ', 'x')]],
+    # 11. hessian and check warn as grad does, and take --strict
+    row(['hessian', 'exp(x)', 'x=1000'], 0, 'warning: exp(x) (node 1) is inf'),
+    row(['hessian', 'log(x)', 'x=-1', '--strict'], 1, 'error: log(x) (node 1) is nan'),
+    row(['hessian', 'sqrt(x)', 'x=0'], 0, 'warning: the Hessian entry'),
+    row(['check', 'log(x)', 'x=-1', '--strict'], 1, 'the function or its derivative is not finite'),
 ]
 
 
