@@ -66,6 +66,11 @@ ROWS = [
     *[row(['eval', text, 'x=1'], 2, f'names use ASCII letters, digits and _: write {ascii}')
       for text, ascii in [('α*2', 'alpha'), ('café', 'cafe'), ('x₁', 'x1'), ('Δx', 'Delta_x'),
                           ('ｘ', 'x')]],
+    # 7. a data file of a header only
+    row(['grad', 'mean((w*x-y)^2)', '--data', 'h.csv', 'w=1'], 2, 'h.csv has no rows',
+        HEADER_ONLY),
+    row(['grad', 'x*y', '--points', 'h.csv'], 0, 'warning: the points have no rows', HEADER_ONLY),
+    row(['check', 'x*y', '--points', 'h.csv'], 0, 'warning: the points have no rows', HEADER_ONLY),
     # 11. hessian and check warn as grad does, and take --strict
     row(['hessian', 'exp(x)', 'x=1000'], 0, 'warning: exp(x) (node 1) is inf'),
     row(['hessian', 'log(x)', 'x=-1', '--strict'], 1, 'error: log(x) (node 1) is nan'),

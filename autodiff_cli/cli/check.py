@@ -76,6 +76,8 @@ def run(args, env):
                                                         verdicts, env.warn, env.stdin)
                    for pair in computed]
     env.stdout.write(_WRITERS[fmt](results, env))
+    if not verdicts.done:   # a points file of a header only: as the pipeline says it
+        env.warn('the points have no rows')
     many = verdicts.done > 1
     _warn_untrusted(results, verdicts.done, env.warn)
     nonfinite = [(k, row) for k, row in results if row.ad - row.ad != 0
