@@ -71,6 +71,10 @@ ROWS = [
         HEADER_ONLY),
     row(['grad', 'x*y', '--points', 'h.csv'], 0, 'warning: the points have no rows', HEADER_ONLY),
     row(['check', 'x*y', '--points', 'h.csv'], 0, 'warning: the points have no rows', HEADER_ONLY),
+    # 8. plot's ranges
+    row(['plot', 'x^2', 'x=-1...1', '-o', 'p.png'], 2, 'with two dots', marks=needs('matplotlib')),
+    row(['plot', 'log(x)', 'x=-1..-0.5', '-o', 'p.png'], 0,
+        'warning: f is not finite anywhere on x=-1..-0.5', marks=needs('matplotlib')),
     # 11. hessian and check warn as grad does, and take --strict
     row(['hessian', 'exp(x)', 'x=1000'], 0, 'warning: exp(x) (node 1) is inf'),
     row(['hessian', 'log(x)', 'x=-1', '--strict'], 1, 'error: log(x) (node 1) is nan'),
