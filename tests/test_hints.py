@@ -75,6 +75,10 @@ ROWS = [
     row(['plot', 'x^2', 'x=-1...1', '-o', 'p.png'], 2, 'with two dots', marks=needs('matplotlib')),
     row(['plot', 'log(x)', 'x=-1..-0.5', '-o', 'p.png'], 0,
         'warning: f is not finite anywhere on x=-1..-0.5', marks=needs('matplotlib')),
+    # 10. redundant parameters
+    row(['fit', 'a*x + b*x', '--data', str(SAMPLES / 'misra1a.csv'), '--target', 'y', 'a=1',
+         'b=1'], 1, 'the model may not depend on them separately, or start nearer the data',
+        marks=needs('scipy')),
     # 11. hessian and check warn as grad does, and take --strict
     row(['hessian', 'exp(x)', 'x=1000'], 0, 'warning: exp(x) (node 1) is inf'),
     row(['hessian', 'log(x)', 'x=-1', '--strict'], 1, 'error: log(x) (node 1) is nan'),
