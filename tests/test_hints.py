@@ -75,6 +75,8 @@ ROWS = [
     row(['plot', 'x^2', 'x=-1...1', '-o', 'p.png'], 2, 'with two dots', marks=needs('matplotlib')),
     row(['plot', 'log(x)', 'x=-1..-0.5', '-o', 'p.png'], 0,
         'warning: f is not finite anywhere on x=-1..-0.5', marks=needs('matplotlib')),
+    # 9. no minimum
+    row(['minimize', 'x', 'x=0'], 1, 'f seems unbounded below', marks=needs('scipy')),
     # 10. redundant parameters
     row(['fit', 'a*x + b*x', '--data', str(SAMPLES / 'misra1a.csv'), '--target', 'y', 'a=1',
          'b=1'], 1, 'the model may not depend on them separately, or start nearer the data',
