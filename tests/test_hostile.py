@@ -423,9 +423,10 @@ CASES = [
          files={'p.ad': b'x * 2 # \xed\xa0\x80\n'}, check=err_has('not UTF-8')),
     # Python's \d and float() take any script's digits; the language takes ASCII ones
     case('Arabic-Indic digits in a program', ['eval', '\u0661\u0662*x', 'x=2'], 2,
-         check=err_has("unexpected character '\u0661' (column 1)", '\n  ^\n')),
+         check=err_has("unexpected character '\u0661'; digits are ASCII: write 12 (column 1)",
+                       '\n  ^\n')),
     case('fullwidth digits in a program', ['eval', 'x + \uff15', 'x=2'], 2,
-         check=err_has("unexpected character '\uff15' (column 5)")),
+         check=err_has("unexpected character '\uff15'; digits are ASCII: write 5 (column 5)")),
     case('tabs and a form feed', ['eval', '-f', 'p.ad', 'x=2'], 0,
          files={'p.ad': '\ty\t=\tx\t*\x0c3\n\ty\n'}, check=lines_ok(['6.0'])),
     case('U+2028 in an expression', ['eval', 'x *\u2028 2', 'x=2'], 2, check=err_has('\\u2028')),

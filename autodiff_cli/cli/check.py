@@ -3,7 +3,7 @@ per Hessian entry with --order 2). Exit 1 when any disagrees."""
 
 import argparse
 
-from ..errors import CheckFailed
+from ..errors import CheckFailed, NumericalError
 from .common import Exit, input_values, load, refuse_arrays
 from .diff import variables
 from .evaluate import add_input
@@ -44,6 +44,9 @@ def add_arguments(parser, command):
                         help='table on a terminal, plain (tab-separated) otherwise; json, csv, tsv')
     parser.add_argument('--json', dest='format', action='store_const', const=Format.JSON,
                         help='same as --format json')
+    parser.add_argument('--strict', action='store_true',
+                        help='where the function or its derivative is not finite, exit 1 '
+                             '(else a warning)')
 
 
 def run(args, env):
@@ -73,8 +76,16 @@ def run(args, env):
                                                         verdicts, env.warn, env.stdin)
                    for pair in computed]
     env.stdout.write(_WRITERS[fmt](results, env))
+    if not verdicts.done:   # a points file of a header only: as the pipeline says it
+        env.warn('the points have no rows')
     many = verdicts.done > 1
     _warn_untrusted(results, verdicts.done, env.warn)
+    nonfinite = [(k, row) for k, row in results if row.ad - row.ad != 0
+                 or row.reason == 'the function is not finite here']
+    if args.strict and nonfinite:
+        k, row = nonfinite[0]
+        raise NumericalError(f'∂f/∂{row.what}{f" at point {k}" if many else ""}: the function '
+                             'or its derivative is not finite')
     failed = [(k, row) for k, row in results if row.verdict == 'FAIL']
     if failed:
         k, row = failed[0]

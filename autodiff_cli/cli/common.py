@@ -53,6 +53,9 @@ def read_program(args, stdin=None):
     """(source, bindings words) from EXPR, -f FILE, or stdin for '-'."""
     words = list(args.words)
     if args.file is not None:
+        if words and not re.match(r'\s*[A-Za-z_]\w*\s*=(?!=)', words[0]):
+            raise UsageError(f"give the program as an expression or with -f, not both "
+                             f"(here {words[0]!r} and -f {args.file})")
         return read_text(args.file, stdin), words
     if not words:
         raise UsageError('give an expression, -f FILE, or - to read standard input '

@@ -6,7 +6,7 @@ import argparse
 from ..core.graph import is_array_program
 from ..core.passes import require_inputs
 from ..errors import UsageError
-from .common import Exit, input_values, load
+from .common import Exit, input_values, load, numerical, where
 from .diff import variables
 from .evaluate import add_input, bind_data, check_sources
 from .output import Format, json_number, number
@@ -40,6 +40,8 @@ def add_arguments(parser, command):
     parser.add_argument('--points', metavar='FILE',
                         help='a Hessian at every row of FILE (CSV, TSV, JSON Lines or Parquet '
                              "whose names are the variables; '-' is standard input), one row each")
+    parser.add_argument('--strict', action='store_true',
+                        help='a non-finite value or entry is an error (exit 1), not a warning')
 
 
 def run(args, env):
@@ -56,7 +58,8 @@ def run(args, env):
                              "array program's Hessian is at one point")
         if args.wrt is None:   # as grad: the parameters, not the data
             names = [name for name in names if name not in data]
-        env.stdout.write(_MATRIX_WRITERS[fmt](*_array_hessian(graph, bindings, names, env), env))
+        matrix, labels = _array_hessian(graph, bindings, names, args.strict, env)
+        env.stdout.write(_MATRIX_WRITERS[fmt](matrix, labels, env))
         return Exit.OK
     if args.points is not None:   # one row per point, as grad --points writes them
         from ..table.computations import HessianEntries
@@ -68,11 +71,31 @@ def run(args, env):
         return Exit.OK
     inputs = input_values(graph, bindings, env.warn)
     require_inputs(graph, inputs)   # pointing into the program, not the gradient's graph
-    env.stdout.write(_MATRIX_WRITERS[fmt](hessian(graph, inputs, names), names, env))
+    from ..core.passes import forward
+    matrix = hessian(graph, inputs, names)
+    _report(graph, forward(graph, inputs), matrix, names, args.strict, env)
+    env.stdout.write(_MATRIX_WRITERS[fmt](matrix, names, env))
     return Exit.OK
 
 
-def _array_hessian(graph, bindings, names, env):
+def _report(graph, values, matrix, labels, strict, env):
+    """One warning (an error under --strict), as grad gives: the first node
+    whose value is not finite, else the first entry of the Hessian that is not."""
+    from ..core import tensors
+    bad = tensors.first_nonfinite(values)
+    if bad is not None:
+        shown = repr(values[bad]) if isinstance(values[bad], float) else 'not finite'
+        numerical(f'{where(graph, bad)} is {shown}, the first non-finite value', strict, env.warn)
+        return
+    entry = next(((a, b, v) for a, row in zip(labels, matrix) for b, v in zip(labels, row)
+                  if v - v != 0), None)
+    if entry is not None:
+        a, b, v = entry
+        d = env.partial
+        numerical(f'the Hessian entry {d}²f/{d}{a}{d}{b} is {v!r}', strict, env.warn)
+
+
+def _array_hessian(graph, bindings, names, strict, env):
     """(the matrix, a label per row) of an array program at the bound point."""
     from ..core import tensors
     from ..derive.array_record import array_hessian, entry_labels
@@ -80,9 +103,10 @@ def _array_hessian(graph, bindings, names, env):
         raise UsageError('the expression has no variables to differentiate with respect to')
     inputs = input_values(graph, bindings, env.warn)
     require_inputs(graph, inputs)
-    matrix = array_hessian(graph, inputs, names)
-    return matrix.tolist(), [label for n in names
-                    for label in entry_labels(n, tensors.shape_of(inputs[n]))]
+    matrix = array_hessian(graph, inputs, names).tolist()
+    labels = [label for n in names for label in entry_labels(n, tensors.shape_of(inputs[n]))]
+    _report(graph, tensors.evaluate(graph, inputs), matrix, labels, strict, env)
+    return matrix, labels
 
 
 def _matrix_json(matrix, names, env):

@@ -180,17 +180,28 @@ class _Parser(argparse.ArgumentParser):
     env = None   # where --help and --version print
 
     def error(self, message):
+        flag = re.match(r"argument (?:\S+/)?(\S+): ignored explicit argument '(.*)'$", message)
+        if flag:   # --json=true
+            raise UsageError(f'{flag.group(1)} takes no value: write {flag.group(1)} alone, '
+                             f'not {flag.group(1)}={flag.group(2)}')
         raise UsageError(f'{message}{self._suggestion(message)} (see {self.prog} --help)')
 
     def _suggestion(self, message):
-        """'; did you mean ...?' for a mistyped command (`gard`) or option (`--jsn`)."""
+        """'; did you mean ...?' for a mistyped command (`gard`), option (`--jsn`)
+        or choice (`--pass backwards`); where another command has the option, which."""
         choice = re.match(r"argument [^:]*: invalid choice: '(.*)' \(choose from (.*)\)$", message)
-        if choice:
-            return did_you_mean(choice.group(1), re.findall(r"'([^']*)'", choice.group(2)))
+        if choice:   # argparse quotes the choices, Choice.parse does not
+            words = re.findall(r"'([^']*)'", choice.group(2)) or choice.group(2).split(', ')
+            return did_you_mean(choice.group(1), words)
         unknown = re.match(r'unrecognized arguments: (--[^\s=]+)', message)
         if unknown:
-            return did_you_mean(unknown.group(1), [option for action in self._actions
-                                                   for option in action.option_strings])
+            option = unknown.group(1)
+            own = [option for action in self._actions for option in action.option_strings]
+            others = [] if option in own or self.prog == 'adgrad' else _commands_with(option)
+            if others:
+                return (f"; {option} is an option of {', '.join(others)}, not of "
+                        f"{self.prog.removeprefix('adgrad ')}")
+            return did_you_mean(option, own)
         return ''
 
     def _print_message(self, message, file=None):
@@ -256,6 +267,11 @@ def full_parser(env=None):
     return top
 
 
+def _commands_with(option):
+    """The commands that take `option`: only an error message builds them all."""
+    return [str(c) for c in Command if option in command_parser(c, None)._option_string_actions]
+
+
 def _command(word):
     try:
         return Command(word)
@@ -276,6 +292,11 @@ def _dispatch(argv, env):
     if not argv:
         top.print_help(env.stderr)
         return Exit.USAGE
+    later = next((k for k, word in enumerate(argv) if _command(word) is not None), None)
+    if later and argv[0].startswith('-') and argv[0] not in ('-h', '--help', '--version'):
+        import shlex   # only this error needs it
+        reordered = shlex.join([argv[later], *argv[later + 1:], *argv[:later]])
+        raise UsageError(f'options go after the command: adgrad {reordered}')
     top.parse_args(argv)   # --help, --version, or an unknown command: it exits or raises
     return Exit.USAGE
 

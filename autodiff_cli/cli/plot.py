@@ -85,6 +85,7 @@ def run(args, env):
         if trace is not None:
             xs = trace[0]
             trace = (xs, curves.sampler(graph, name, fixed)(xs)[0])
+        _warn_empty(curve.curves[0], ranges, env)
         data = plot.curve_figure(curve, fmt, title, at, trace)
     else:
         if args.order != 1 or args.at is not None:
@@ -96,6 +97,7 @@ def run(args, env):
         names, spans = list(ranges), list(ranges.values())
         grid = curves.sample_grid(graph, names, spans, args.samples or 200, fixed)
         arrows = curves.sample_grid(graph, names, spans, plot.ARROWS, fixed, centred=True)
+        _warn_empty(grid.f, ranges, env)
         data = plot.grid_figure(grid, arrows, fmt, title, trace)
     from .render import _to_stdout, write_atomic
     if path == '-':
@@ -103,6 +105,14 @@ def run(args, env):
     else:
         write_atomic(path, data)
     return Exit.OK
+
+
+def _warn_empty(values, ranges, env):
+    """A warning where f is nowhere finite, so the plot has nothing on it."""
+    import numpy as np
+    if not np.isfinite(values).any():
+        over = ' and '.join(f'{name}={lo:g}..{hi:g}' for name, (lo, hi) in ranges.items())
+        env.warn(f'f is not finite anywhere on {over}: the plot is empty')
 
 
 def _destination(args, env):
@@ -133,6 +143,9 @@ def split_ranges(words, graph):
         if not (equals and '..' in text):
             rest.append(word)
             continue
+        if '...' in text:   # -1...1 would read as -1 to .1
+            raise UsageError(f"bad range '{word}': write NAME=LO..HI with two dots, such as "
+                             'x=-1..1')
         lo_text, _, hi_text = text.partition('..')
         lo, hi = (parse_bindings([f'{name}={t}'], graph)[name] for t in (lo_text, hi_text))
         if not (lo < hi) or not all(map(_finite, (lo, hi))):

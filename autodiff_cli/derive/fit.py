@@ -170,10 +170,13 @@ def fit(graph, columns, target, start, weights=None, loss='linear', f_scale=1.0,
         # A stationary point is not a fit where the parameters are not determined
         # (BoxBOD from NIST's first start: exp(-b2*x) is 0 at every row).
         converged = False
+        # Redundant parameters (a*x + b*x) are flat from every start: say so first.
         along = [n for n, f in zip(names, flat) if f]
+        them = along[0] if len(along) == 1 else 'them separately'
         along = along[0] if len(along) == 1 else f"a combination of {', '.join(along)}"
         why = (f'it stopped where the sum of squares is flat along {along} (the Jacobian is '
-               'singular there, so the parameters are not determined): start nearer the data')
+               'singular there, so the parameters are not determined): the model may not '
+               f'depend on {them}, or start nearer the data')
     return FitResult(dict(zip(names, map(float, x))), dict(zip(names, map(float, errors))),
                      rss, dof, residuals.rows, covariance, correlation,
                      int(evaluations), int(jacobians or 0), converged, why,

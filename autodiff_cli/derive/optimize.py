@@ -19,6 +19,9 @@ DEFAULT_STEPS = 1000           # for the loops; scipy's methods keep their own l
 DEFAULT_GTOL = 1e-6            # for the loops; scipy's methods keep their own tolerances
 NEWTON_XTOL = 1e-8             # but Newton-CG's (see _scipy)
 LBFGS_FTOL = 1e-15             # and L-BFGS-B's (see _scipy)
+# Past this many times the start's size, a point or a fall of f that is still
+# going on is taken for f unbounded below: there is no minimiser to find.
+UNBOUNDED = 1e10
 
 # scipy's reasons for stopping, by a phrase of its message, in plain words.
 STOPS = (('PROJECTED GRADIENT', '|∇f| is below the tolerance'),
@@ -184,21 +187,49 @@ def minimize(graph, start, names, method='lbfgs', fixed=None, bounds=None, lr=No
             what = f'{name}={start[name]:g}' if not np.ndim(start[name]) else f'of {name}'
             raise UsageError(f"the start {what} is outside its bounds")
 
+    last = []
+
     def report(v):
         f, g = objective.value_and_gradient(v)
         norm = _norm(v, g, box)
         if trace is not None:
             trace(objective.iteration, v, f, norm)
+        if last and f < last[-1] and _far(v, f, x0, last[0]):
+            raise _Unbounded(v, f, norm)
+        last.append(f)
         return f, g, norm
     f0, g0, norm0 = report(x0)
     if not g0.any() and not objective.hessian(x0).any():
         return _result(objective, x0, f0, norm0, False,
                        'a flat region: the gradient and the Hessian are exactly 0 at the '
                        'start, so no method can move (a step, floor, or a dead branch?)')
-    if method in LOOPS:
-        return _loop(objective, x0, method, lr or DEFAULT_LR[method], steps or DEFAULT_STEPS,
-                     DEFAULT_GTOL if gtol is None else gtol, report, norm0)
-    return _scipy(objective, x0, method, box, steps, gtol, report)
+    try:
+        if method in LOOPS:
+            return _loop(objective, x0, method, lr or DEFAULT_LR[method],
+                         steps or DEFAULT_STEPS, DEFAULT_GTOL if gtol is None else gtol, report,
+                         norm0)
+        return _scipy(objective, x0, method, box, steps, gtol, report)
+    except _Unbounded as stop:
+        v, f, norm = stop.args
+        k = int(np.argmax(np.abs(v)))
+        return _result(objective, v, f, norm, False,
+                       f'f seems unbounded below: it fell to {f:.3g} with {each[k]} at '
+                       f'{v[k]:.3g}, and was still falling (bound {each[k]} with --bounds, or '
+                       'check the sign of f)')
+
+
+class _Unbounded(Exception):
+    """f still falling far from the start: (the point, f, |∇f|) there."""
+
+
+def _far(v, f, x0, f0):
+    """Whether v, or f's fall from f0, is UNBOUNDED times past the start's size."""
+    return _size(v) > UNBOUNDED * max(1.0, _size(x0)) or f < f0 - UNBOUNDED * max(1.0, abs(f0))
+
+
+def _size(v):
+    import numpy as np
+    return float(np.abs(v).max()) if np.size(v) else 0.0
 
 
 def _norm(v, g, box):

@@ -343,7 +343,8 @@ class Lowering(ArrayLowering):
             if self.loops:   # x = x*2 in a body: the loop's start value is missing
                 raise self.error(f"'{_clip(name)}' is read before it has a value: give it one "
                                  f'before the loop ({name} = ... or input {name} = ...)', use)
-            raise self.error(f"'{_clip(name)}' is used before its definition", use)
+            raise self.error(f"'{_clip(name)}' is used before its definition; to start from "
+                             f'a value, declare it: input {_clip(name)} = 1', use)
         versions, nodes = self.versions, self.nodes
         count = versions[name] = versions.get(name, 0) + 1
         shown = name if count == 1 else f'{name}#{count}'
@@ -696,6 +697,11 @@ class Lowering(ArrayLowering):
         later = re.compile(rf'(?:^|[;\n])[ \t]*{re.escape(name)}[ \t]*\([^()]*\)[ \t]*=(?!=)')
         if later.search(self.source, start):
             return self.error(f"block '{_clip(name)}' is used before its definition", start)
+        if name == 'range':   # Python's loop, as a newcomer writes it
+            from .hints import loop_spelling
+            after = self.source.find(')', start) + 1
+            return self.error('there is no range(): loops are written '
+                              + loop_spelling(self.source, after), start)
         known = set(FUNCTIONS) | set(self.blocks) | set(ALIASES) | set(ARRAY_NAMES)
         return self.error(f"unknown function '{_clip(name)}'{did_you_mean(name, known)}", start)
 

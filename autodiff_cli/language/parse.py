@@ -373,12 +373,16 @@ def _describe_terminal(parser, name):
     return name
 
 
+_LONGEST_HINT = 200
+
+
 def _syntax_error(parser, text, error):
+    from .hints import character_hint, opened, syntax_hint
     pos = error.pos
     if error.token is None:
-        spelled = _SPELLED.get(text[pos])
-        hint = f": write '{spelled}' instead" if spelled else ''
-        return AdgradError(f'unexpected character {text[pos]!r}{hint}', text, pos)
+        hint = character_hint(text, pos)
+        return AdgradError(f"unexpected character {text[pos]!r}"
+                           f"{hint if len(hint) <= _LONGEST_HINT else ''}", text, pos)
     kind, _, _, value = error.token
     if kind == '$END':
         pos = len(text.rstrip())
@@ -388,53 +392,17 @@ def _syntax_error(parser, text, error):
     if any(parser.strings.get(t) == ')' for t in error.expected):
         # At the end, or on a later line than the '(' (a new line inside
         # parentheses is no token, so the next statement is what meets it).
-        opened = _unclosed(text, error.pos)
-        if opened is not None and (kind in ('$END', '_NEWLINE')
-                                   or '\n' in text[opened:error.pos]):
-            return AdgradError(f"unexpected {found}: the '(' at {_where(text, opened)} is not "
-                               'closed', text, pos)
+        unclosed = opened(text, error.pos, '(')
+        if unclosed and (kind in ('$END', '_NEWLINE') or '\n' in text[unclosed[-1]:error.pos]):
+            return AdgradError(f"unexpected {found}: the '(' at {_where(text, unclosed[-1])} is "
+                               'not closed', text, pos)
     expected = sorted({_describe_terminal(parser, t) for t in error.expected if t != '_NEWLINE'})
-    hint = f'; expected {", ".join(expected)}' if 0 < len(expected) <= 6 else ''
-    if kind == 'NAME':
-        hint = _juxtaposed(text[:error.pos], value) or hint
+    hint = syntax_hint(parser, text, error.token, error.expected)
+    if len(hint) > _LONGEST_HINT:   # it quotes the program: never a page of it
+        hint = ''
+    if not hint and 0 < len(expected) <= 6:
+        hint = f'; expected {", ".join(expected)}'
     return AdgradError(f'unexpected {found}{hint}', text, pos)
-
-
-# What a newcomer copies from a book or a keyboard, as adgrad spells it.
-_SPELLED = {'²': '^2', '³': '^3', 'π': 'pi', '×': '*', '·': '*', '⋅': '*', '∗': '*',
-            '÷': '/', '−': '-', '–': '-', '√': 'sqrt(...)', '∞': 'inf'}
-
-
-def _juxtaposed(before, name):
-    """The hint for a name right after a number (`2x`) or a function (`sin x`)."""
-    from ..core.primitives import FUNCTION, names_of
-    word = re.search(r'(?:^|[^A-Za-z0-9_.])'
-                     r'([A-Za-z_][A-Za-z0-9_]*|[0-9][0-9.]*(?:[eE][+-]?[0-9]+)?)\s*$', before)
-    if word is None:
-        return ''
-    word = word.group(1)
-    if word[0].isdigit():
-        return f"; write {word}*{name} for a product"
-    if word in names_of(FUNCTION):
-        return f"; write {word}({name}) to call {word}"
-    return ''
-
-
-def _unclosed(text, end):
-    """Where the innermost '(' still open before `end` is, skipping comments; or None."""
-    opened, i = [], 0
-    while i < end:
-        c = text[i]
-        if c == '#':
-            newline = text.find('\n', i)
-            i = end if newline < 0 else newline
-            continue
-        if c == '(':
-            opened.append(i)
-        elif c == ')' and opened:
-            opened.pop()
-        i += 1
-    return opened[-1] if opened else None
 
 
 def _where(text, pos):

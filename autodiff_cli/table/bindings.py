@@ -75,6 +75,9 @@ def parse_bindings(words, graph=None):
         try:
             bindings[name] = constant(text)
         except AdgradError as error:
+            if re.fullmatch(r'\s*[^\s.]([^.]|\.\d)*\s*\.\.\s*[^\s.]([^.]|\.\d)*', text):   # -1..1
+                raise UsageError(f"{word} is a range, which only adgrad plot takes: bind {name} "
+                                 'to one value here') from None
             raise AdgradError(f'in {name}=: {error.message}', text, error.pos) from None
     return bindings
 

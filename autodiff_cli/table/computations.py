@@ -164,10 +164,12 @@ class HessianEntries:
         for i, point in enumerate(_points(self.graph, columns, rows)):
             matrix = hessian(self.graph, point, self.names, self.prepared)
             entries[i] = [v for line in matrix for v in line]
-        return list(entries.T), None
+        hit = rows - int(np.isfinite(entries).all(axis=1).sum())
+        return list(entries.T), (0, hit) if hit else None
 
     def report(self, bad, count, strict, warn):
-        pass
+        if bad is not None:   # (0, the rows with an entry that is not finite)
+            numerical(f'the Hessian is not finite in {bad[1]} of {count} rows', strict, warn)
 
 
 class CheckVerdicts:

@@ -38,12 +38,12 @@ def read_data(path, names, stdin=None):
                 parts[column].append(values)
             rows += len(chunk)
         header = list(source.header or parts)
+    if rows == 0:   # before the columns: with no row, none is read
+        raise UsageError(f'{path} has no rows')
     if not parts:
         shown = ', '.join(repr(c) for c in header[:8]) + (', ...' if len(header) > 8 else '')
         raise UsageError(f'none of the columns of {path} is a variable of the program '
                          f'(theirs: {shown or "none"})')
-    if rows == 0:
-        raise UsageError(f'{path} has no rows')
     columns = {column: np.concatenate(values) for column, values in parts.items()}
     return _grouped(columns, names, path)
 

@@ -23,11 +23,11 @@ class Choice(str, enum.Enum):
 
     @classmethod
     def parse(cls, text, words=None):
-        """The member for a word, as an argparse `type`: a word outside
-        `words` (default: words()) is a usage error that lists them."""
+        """The member for a word in any case, as an argparse `type`: a word
+        outside `words` (default: words()) is a usage error that lists them."""
         words = cls.words() if words is None else words
-        if text in words:
-            return cls(text)
+        if text.lower() in words:   # CSV as csv: a word's case is no mistake worth an error
+            return cls(text.lower())
         import argparse
         raise argparse.ArgumentTypeError(
             f"invalid choice: '{text}' (choose from {', '.join(words)})") from None

@@ -42,7 +42,7 @@ def run(options, graph, bindings, computation, out, warn, stdin=None):
                                         None, count, warn)
                 if not target.file.closed:   # the rows before a warning, where both go to one place
                     target.file.flush()
-                plan.report(bad, done, options.strict, warn)
+                _report(plan, bad, done, options.strict, warn)
                 target.commit()
         else:
             with AtBoundaries() as boundary:
@@ -50,7 +50,15 @@ def run(options, graph, bindings, computation, out, warn, stdin=None):
                                                           if kind.binary else out),
                                         boundary, count, warn)
                 out.flush()
-            plan.report(bad, done, options.strict, warn)
+            _report(plan, bad, done, options.strict, warn)
+
+
+def _report(plan, bad, done, strict, warn):
+    """What the rows written found; that there were none, where a points file
+    is a header only (no error: the header is still written)."""
+    if not done:
+        warn('the points have no rows')
+    plan.report(bad, done, strict, warn)
 
 
 def run_totals(options, graph, bindings, computation, out, warn, stdin=None):
