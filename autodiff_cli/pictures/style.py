@@ -506,17 +506,34 @@ def label_width(item, points, compact=False):
     return width * 1.35 if item.kind == 'input' else width   # an ellipse around the text
 
 
+def chain(scene):
+    """{constant: the op it hangs beside} where the scene is one chain, each
+    node using the one before it (and constants used once); else None."""
+    uses = {}
+    for link in scene.links:
+        uses.setdefault(link.src, []).append(link.dst)
+    hangs = {item.id: uses[item.id][0] for item in scene.items
+             if item.kind == 'const' and len(uses.get(item.id, ())) == 1}
+    line = [item.id for item in scene.items if item.id not in hangs]
+    steps = set(zip(line, line[1:]))
+    if all((link.src, link.dst) in steps for link in scene.links if link.src not in hangs):
+        return hangs
+    return None
+
+
 def rows(scene, width, points):
     """{node id: row} to wrap a picture wider than `width` inches onto rows, as
-    a long line of text wraps, whole ranks at a time; None when it fits, when
-    one rank alone is too wide, or when it has block boxes (a box cannot be
-    split across rows), or when it is no chain (a rank of more than two
-    nodes besides constants: wrapped, its edges would cross every row).
-    Every node of a row stands on one line."""
+    a long line of text wraps, whole ranks at a time (a chain's rows about
+    equally wide); None when it fits, when one rank alone is too wide, when it has block
+    boxes (a box cannot be split across rows), or when it is no chain (a rank
+    of more than two nodes besides constants: its edges would cross every row)."""
     if width is None or scene.blocks or not scene.items:
         return None
     width *= 0.95   # the estimate is rough: keep a margin
     rank, place = ranks(scene)
+    hangs = chain(scene)
+    for const, op in (hangs or {}).items():   # on its op's rank: drawn just after it
+        rank[place[const]] = rank[place[op]]
     count = {}
     for item in scene.items:
         if item.kind != 'const':
@@ -531,13 +548,41 @@ def rows(scene, width, points):
         across[r] += w + (_ACROSS if across[r] else 0.0)
     if sum(tallest) + _ROW_GAP * (len(tallest) - 1) <= width or max(across) > width:
         return None
+    row_of = _even_rows(across, width) if hangs is not None else _filled_rows(across, width)
+    return {item.id: row_of[rank[place[item.id]]] for item in scene.items}
+
+
+def _filled_rows(across, width):
+    """The row of each rank: each row filled as far as it goes, as text wraps."""
     row_of, row, used = [], 0, 0.0
     for w in across:
         if used and used + _ACROSS + w > width:
             row, used = row + 1, 0.0
         used += (_ACROSS if used else 0.0) + w
         row_of.append(row)
-    return {item.id: row_of[rank[place[item.id]]] for item in scene.items}
+    return row_of
+
+
+def _even_rows(across, width):
+    """The row of each rank: as few rows as fit `width`, as equally wide as
+    can be (the least sum of squared widths), so that no last row holds a
+    stray node or two."""
+    best = [(0, 0.0, 0)]   # for the first k ranks: (rows, sum of squares, start of the last row)
+    for end in range(1, len(across) + 1):
+        options, used = [], -_ACROSS
+        for start in range(end - 1, -1, -1):
+            used += _ACROSS + across[start]
+            if used > width and start < end - 1:   # (a rank alone is always a row)
+                break
+            rows_, squares, _ = best[start]
+            options.append((rows_ + 1, squares + used * used, start))
+        best.append(min(options))
+    row_of, end = [], len(across)
+    while end:
+        start = best[end][2]
+        row_of[:0] = [best[end][0] - 1] * (end - start)
+        end = start
+    return row_of
 
 
 def strips(scene, width, points, gap=_GAP, compact=False):
@@ -637,12 +682,17 @@ def style(scene, mode='backward', rankdir='LR', frame=None, look=Look()):
     points = FONT_SIZE * look.font_scale
     font = f'{points:g}'
     wrapped = rows(scene, look.width, points) if rankdir == 'LR' else None
+    # A chain wraps as a line of text: its arrows from a row's end to the next
+    # row's start, its constants after their ops (see _WRAP).
+    hangs = chain(scene) if wrapped is not None else None
+    straight, hangs = hangs is not None, hangs or {}
     gap = _COMPACT_GAP if look.compact else _GAP if small else _BARE_GAP
     banded = strips(scene, look.width, points, gap, look.compact) \
         if wrapped is None and rankdir == 'LR' and look.fold else None
     graph_attr = dict(rankdir='TB' if wrapped else rankdir, fontname=FONT, fontsize=font,
                       nodesep=f'{_NODESEP if wrapped else 0.08 if look.compact else 0.35:g}',
-                      ranksep='0.2' if look.compact else '0.35' if wrapped else '0.5' if small else '0.9',
+                      ranksep='0.2' if look.compact or straight else
+                      '0.35' if wrapped else '0.5' if small else '0.9',
                       labelloc='b',
                       labeljust='l', newrank='true')
     if look.size:
@@ -710,7 +760,7 @@ def style(scene, mode='backward', rankdir='LR', frame=None, look=Look()):
         for body in strip_bodies.values():
             dot.subgraph(body)
     if wrapped is not None:
-        _rows(dot, scene, wrapped)
+        _rows(dot, scene, wrapped, hangs, straight)
 
     # Top to bottom, a forward arrow and the backward one along it would run
     # down the same line: a blank label gives the forward arrow a place of
@@ -725,7 +775,9 @@ def style(scene, mode='backward', rankdir='LR', frame=None, look=Look()):
         if apart and link.grad is not None and link.src not in beside:
             attrs['label'] = '\u2007'
         if wrapped is not None and wrapped[link.src] != wrapped[link.dst]:
-            attrs['constraint'] = 'false'   # rows stack by the invisible edges of _rows()
+            attrs.update(_WRAP if straight else dict(constraint='false'))   # rows stack by _rows()
+        elif hangs.get(link.src) == link.dst:
+            attrs['constraint'] = 'false'   # right of its op, pointing back at it
         if banded is not None and banded[link.src] != banded[link.dst]:
             attrs['constraint'] = 'false'   # each strip is ranked on its own
         dot.edge(f'n{link.src}', f'n{link.dst}', **attrs)
@@ -740,6 +792,8 @@ def style(scene, mode='backward', rankdir='LR', frame=None, look=Look()):
             # a frame has not reached yet are there, but invisible.
             attrs = dict(dir='back', style='dashed', color=BACKWARD, fontcolor=KNOWN_TEXT)
             ends = (f'n{link.src}', f'n{link.dst}')
+            if straight and wrapped[link.src] != wrapped[link.dst]:
+                attrs.update(_WRAP_BACK)
             across = banded is not None and banded[link.src] != banded[link.dst]
             if across:
                 # From one strip to another, drawn head to tail and labelled
@@ -821,9 +875,20 @@ def _columns(bodies, scene, banded, beside):
             bodies[strip].edge(f'n{before[0]}', f'n{ids[0]}', style='invis', weight='0')
 
 
-def _rows(dot, scene, wrapped):
-    """Each row on one rank, left to right; rows stacked and aligned on the left
-    by invisible edges between their first nodes."""
+# An arrow from one row to the next leaves the bottom of the row's end and
+# enters the top of the next row's start, as a line of text wraps, and the
+# gradient's arrow runs beside it from the same bottom. Side by side, dot
+# keeps the two apart only where they cross a rank between the rows (hence
+# minlen=2 in _rows); from the nodes' sides they crossed each other.
+_WRAP = dict(constraint='false', tailport='s', headport='n')
+_WRAP_BACK = dict(constraint='false', tailport='s')
+
+
+def _rows(dot, scene, wrapped, hangs, straight):
+    """Each row on one rank, left to right, a constant just right of the op it
+    hangs beside (between them, the chain's arrow would loop round it); rows
+    stacked and aligned on the left by invisible edges between their first
+    nodes, a rank apart where `straight` (a chain: see _WRAP)."""
     first = {}
     for row in sorted(set(wrapped.values())):
         with dot.subgraph() as same:
@@ -831,9 +896,14 @@ def _rows(dot, scene, wrapped):
             for item in scene.items:
                 if wrapped[item.id] == row:
                     same.node(f'n{item.id}')
-                    first.setdefault(row, item.id)
+                    if item.id not in hangs:
+                        first.setdefault(row, item.id)
+            for const, op in hangs.items():
+                if wrapped[const] == row:
+                    same.edge(f'n{op}', f'n{const}', style='invis')
     for row in sorted(first)[1:]:
-        dot.edge(f'n{first[row - 1]}', f'n{first[row]}', style='invis', weight='10')
+        dot.edge(f'n{first[row - 1]}', f'n{first[row]}', style='invis', weight='10',
+                 **(dict(minlen='2') if straight else {}))
 
 
 def _calls_in_order(dot, scene):
