@@ -166,3 +166,23 @@ def test_render_unroll_draws_the_mlp_as_neurons(tmp_path):
     svg = out.read_text(encoding='utf-8')
     for k in range(4):
         assert f'h[{k}] = tanh(W1[{k},0]*x[0]' in svg.replace('&#160;', ' ')
+
+
+def test_a_long_label_is_shortened_between_whole_terms():
+    """The unrolled MLP's `out` read `V[0,0]*h[0] + V[0,1]…] + V[0,3]*h[3] + c`:
+    cut mid-term, a stray bracket. Whole terms from each end, '…' between."""
+    from autodiff_cli.pictures.unroll import unroll
+    graph = lower((ROOT / 'samples' / 'mlp.ad').read_text())
+    numbers, _ = unroll(graph, graph.defaults)
+    texts = [t for item in drawing(numbers).items for t in (item.expr, item.title) if t]
+    assert 'out = V[0,0]*h[0] + … + V[0,3]*h[3] + c' in texts
+    for text in texts:
+        shown = text.replace('…', '')
+        assert shown.count('[') == shown.count(']'), text
+    from autodiff_cli.pictures.text import shortened
+    assert shortened('a*b + c', 40) == 'a*b + c'
+    assert shortened('first + second + third + fourth + fifth + sixth', 30) == \
+        'first + … + fifth + sixth'
+    # one long term: cut beside a name, never inside an index
+    cut = shortened('tanh(W1[0,0]*x[0] + W1[0,1]*x[1] + b1[0]) * tanh(W1[1,0]*x[0])', 40)
+    assert len(cut) <= 41 and re.fullmatch(r'[^…]*[\s*+(]…[\s*+]?tanh.*', cut), cut

@@ -14,7 +14,7 @@ from typing import NamedTuple
 from ..core.passes import executed, pullback, receives_gradient
 from ..core.primitives import PRIMITIVES
 from .preview import as_scalar, is_array
-from .text import displayable, enclosed, number
+from .text import displayable, enclosed, number, shortened
 
 TEXT_LIMIT = 40   # longest source text on a node; elided in the middle past this
 
@@ -130,6 +130,12 @@ def wrap(text):
     return f'({text})'
 
 
+def _shown(graph, i):
+    """Node i's text as a node shows it: at most TEXT_LIMIT characters or so,
+    shortened between whole terms (read from a longer stretch of it)."""
+    return shortened(graph.text(i, 4 * TEXT_LIMIT), TEXT_LIMIT)
+
+
 def _elide(text, limit):
     return text if len(text) <= limit else text[:limit // 2] + '…' + text[-(limit - limit // 2 - 1):]
 
@@ -243,7 +249,7 @@ def scene(graph, values=None, grads=None):
         if node.op == 'input':
             kind, title, expr = 'input', node.name, None
         elif node.op == 'const':
-            title = node.name or (graph.text(i, TEXT_LIMIT) if is_array(node.value)
+            title = node.name or (_shown(graph, i) if is_array(node.value)
                                   else number(node.value))
             kind, expr = 'const', None
         else:
@@ -254,7 +260,7 @@ def scene(graph, values=None, grads=None):
                 title = f'{block}: derivative given ✎'
             elif node.op == 'loop':   # one node however many iterations: its body runs them
                 title = f'loop × {node.value.count:,}'
-            expr = graph.text(i, TEXT_LIMIT)
+            expr = _shown(graph, i)
             if node.name is not None:
                 expr = f'{node.name} = {expr}'
         if i == graph.output:
