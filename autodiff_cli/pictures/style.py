@@ -344,6 +344,9 @@ def _legend(kinds, f, mode, frame, look):
         if kind in kinds:
             cells.append(_oval(text, fill, edge) if kind == 'input' else
                          _swatch(text, fill, edge))
+    if 'not taken' in kinds:   # dashed and grey, as the branch and its arrows are drawn
+        cells.append(f'<TD BORDER="1" STYLE="dashed,rounded" COLOR="{MUTED}">'
+                     f'<FONT COLOR="{MUTED}">&nbsp;not taken&nbsp;</FONT></TD>')
     scale = []
     if mode == 'backward' and look.color == 'magnitude' and frame is None:
         scale.append(f'<TD>|∂{esc(f)}/∂node| from:</TD>')
@@ -774,6 +777,8 @@ def style(scene, mode='backward', rankdir='LR', frame=None, look=Look()):
         attrs = dict(color=FORWARD if show_value else INK)
         if apart and link.grad is not None and link.src not in beside:
             attrs['label'] = '\u2007'
+        if not (kinds[link.src].ran and kinds[link.dst].ran):   # no value went along it
+            attrs.update(color=MUTED, style='dashed')
         if wrapped is not None and wrapped[link.src] != wrapped[link.dst]:
             attrs.update(_WRAP if straight else dict(constraint='false'))   # rows stack by _rows()
         elif hangs.get(link.src) == link.dst:
@@ -841,7 +846,8 @@ def style(scene, mode='backward', rankdir='LR', frame=None, look=Look()):
                      f'{"<BR/>".join(told)}</FONT></TD></TR>')
     if look.legend:
         lines.extend(f'<TR><TD ALIGN="LEFT">{row}</TD></TR>'
-                     for row in _legend({i.kind for i in scene.items}, scene.f, mode, frame, look))
+                     for row in _legend({i.kind if i.ran else 'not taken' for i in scene.items},
+                                        scene.f, mode, frame, look))
     if lines:
         dot.attr(label=f'<<TABLE BORDER="0" CELLPADDING="2">{"".join(lines)}</TABLE>>')
     return dot
