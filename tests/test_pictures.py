@@ -686,3 +686,21 @@ def test_the_wrapped_chain_reads_row_by_row_without_crossings(extra, tmp_path, m
     for k, a in enumerate(paths):
         for b in paths[k + 1:]:
             assert not list(_crossings(a, b, ends)), (a[0], b[0])
+
+
+@pytest.mark.parametrize('compact', [False, True])
+def test_the_magnitude_legend_shows_the_arrows_as_drawn(compact):
+    """--color magnitude draws gradient arrows in the scale's colours (greys
+    and greens here); its legend showed them cyan, as a plain picture draws them."""
+    graph, values, grads = sample('deep')
+    dot = render(graph, values, grads, collapse='blocks',
+                 look=Look(color='magnitude', compact=compact)).source
+    body, legend = dot.split('\tlabel=')
+    arrows = set(re.findall(r'dir=back[^\]]*?color="(#\w+)"|color="(#\w+)"[^\]]*dir=back', body))
+    colours = {a or b for a, b in arrows}
+    assert colours and '#0891b2' not in colours
+    assert '#0891b2' not in legend and 'coloured by size' in legend
+    from autodiff_cli.pictures.style import SCALE, darker
+    scale = {darker(fill) for _, fill, _ in SCALE}
+    glyph = re.findall(r'<FONT COLOR="(#\w+)">[◀╌]</FONT>', legend)
+    assert colours <= scale and len(glyph) == 3 and set(glyph) <= scale, (colours, glyph)

@@ -364,11 +364,17 @@ def _legend(kinds, f, mode, frame, look):
         cells.append(f'<TD><FONT COLOR="{FORWARD}">──▶ {"" if brief else "forward: "}values'
                      '</FONT></TD>')
     if mode == 'backward' and (frame is None or not frame.forward):
-        cells.append(f'<TD><FONT COLOR="{BACKWARD}">◀╌╌</FONT><FONT COLOR="{KNOWN_TEXT}"> '
-                     f'{"" if brief else "backward: "}gradients</FONT></TD>')
+        gradients = f'{"" if brief else "backward: "}gradients'
+        if scale:   # its arrows in the scale's colours, darker (_edge_health), its numbers in ink
+            glyph = ''.join(f'<FONT COLOR="{darker(scale_color(m))}">{c}</FONT>'
+                            for c, m in (('◀', -7), ('╌', 0), ('╌', 5)))
+            cells.append(f'<TD>{glyph} {gradients}, coloured by size</TD>')
+        else:
+            cells.append(f'<TD><FONT COLOR="{BACKWARD}">◀╌╌</FONT><FONT COLOR="{KNOWN_TEXT}"> '
+                         f'{gradients}</FONT></TD>')
         if brief:   # what the two numbers on a compact node are
             cells.append(f'<TD><FONT COLOR="{FORWARD}">value</FONT> │ '
-                         f'<FONT COLOR="{KNOWN_TEXT}">∂{esc(f)}/∂node</FONT></TD>')
+                         f'<FONT COLOR="{INK if scale else KNOWN_TEXT}">∂{esc(f)}/∂node</FONT></TD>')
     return [f'<TABLE BORDER="0" CELLSPACING="4" CELLPADDING="2"><TR>{"".join(row)}</TR></TABLE>'
             for row in (cells, scale) if row]
 
