@@ -704,3 +704,27 @@ def test_the_magnitude_legend_shows_the_arrows_as_drawn(compact):
     scale = {darker(fill) for _, fill, _ in SCALE}
     glyph = re.findall(r'<FONT COLOR="(#\w+)">[◀╌]</FONT>', legend)
     assert colours <= scale and len(glyph) == 3 and set(glyph) <= scale, (colours, glyph)
+
+
+def test_the_nodes_a_diagnosis_names_show_their_ids():
+    """--explain and the magnitude picture's reasons name nodes '(node 3)',
+    '(node 49)': the magnitude picture shows '#3', '#49' on them (a collapsed
+    call the ids of the named nodes inside it); a plain picture shows none."""
+    def labelled(dot):
+        return {int(m[1]): m[2] for m in re.finditer(r'^\s*n(\d+) \[label=<(.*)>', dot, re.M)}
+    graph = lower('relu(x - 1)*y')
+    values = forward(graph, {'x': 0.0, 'y': 2.0})
+    grads = backward(graph, values)
+    assert '(node 3)' in ' '.join(explain(graph, values, grads))
+    dot = labelled(render(graph, values, grads, look=Look(color='magnitude')).source)
+    assert '#3<' in dot[3] and '(node 3)' in dot[0]
+    assert not any('#3<' in label for i, label in dot.items() if i != 3)
+    assert not re.search(r'>#\d', ''.join(labelled(render(graph, values, grads).source).values()))
+    graph, values, grads = sample('deep')
+    (line,) = [t for t in explain(graph, values, grads) if t.startswith('x:')]
+    assert '(node 50)' in line and '(node 49)' in line
+    full = labelled(render(graph, values, grads, look=Look(color='magnitude')).source)
+    assert '#49<' in full[49] and '#50<' in full[50]
+    collapsed = labelled(render(graph, values, grads, collapse='blocks',
+                                look=Look(color='magnitude')).source)
+    assert '#49 #50<' in collapsed[50] and 'x10 = layer(x9)' in collapsed[50]

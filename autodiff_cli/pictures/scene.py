@@ -37,6 +37,7 @@ class Item(NamedTuple):
     health: object = None  # a health.Health, for --color magnitude
     ran: bool = True     # False in an `if`'s branch not taken at this point
     shape: tuple | None = None   # an array's shape (preview.py shows it); None for a number
+    tags: tuple = ()     # ids of the nodes it stands for that a diagnosis names: '#49'
 
 
 class Link(NamedTuple):

@@ -148,6 +148,8 @@ def _label(item, f, show_value, show_grad, pending, look):
         return _compact_label(item, show_value, show_grad, pending, look)
     shape = '' if item.shape is None else f'  {shape_text(item.shape)}'
     rows = [_row(item.title + shape, bold=True)]
+    if item.tags:   # the ids a diagnosis names it by, '(node 49)', after its title
+        rows = [rows[0].replace('</B>', f'</B>  <FONT COLOR="{MUTED}">{_tag_text(item)}</FONT>')]
     if look.compact and item.expr and item.kind in ('op', 'output', 'call') \
             and not item.title.endswith('✎'):   # the expression shows the op
         rows = [_row(line, bold=True) for line in broken(item.expr + shape)]
@@ -211,6 +213,10 @@ def _plain(note):
     return f'{parts[0]} = {parts[-1]}' if len(parts) > 2 else note
 
 
+def _tag_text(item):
+    return ' '.join(f'#{i}' for i in item.tags)
+
+
 def _compact_label(item, show_value, show_grad, pending, look):
     """A compact label, as a record: what the node computes (its name, or its
     expression, which shows the op), then its value and its gradient side by
@@ -233,8 +239,10 @@ def _compact_label(item, show_value, show_grad, pending, look):
         known = short(item.grad) if is_array(item.grad) else grad_text(item)
         cells.append(_cell((_pending(known) if pending else known) + flag, color, bold,
                            bar=bool(cells)))
-    lines = [head + cells] if item.kind == 'input' and item.shape is None and show_value \
-        else [[cell] for cell in head] + ([cells] if cells else [])
+    one_line = item.kind == 'input' and item.shape is None and show_value
+    lines = [head + cells] if one_line else [[cell] for cell in head] + ([cells] if cells else [])
+    if item.tags:   # the ids a diagnosis names it by, '(node 49)', under its title
+        lines.insert(1 if one_line else len(head), [_cell(_tag_text(item), MUTED)])
     rows = ['<TR><TD><TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1"><TR>'
             + ''.join(line) + '</TR></TABLE></TD></TR>' for line in lines]
     return _table(rows + _reasons(item, show_grad, pending, look))
