@@ -14,8 +14,10 @@ TALLEST = 3        # a picture that fits a slide's width may be this many times 
 FIT_NODES = 150    # up to this layout size, dot is fast enough to be asked more than once
 PNG_DPI = '144'    # crisp on slides and high-density screens
 
-INSTALL = ("Graphviz's dot program was not found: install Graphviz "
-           '(apt install graphviz, brew install graphviz, or conda install graphviz)')
+# As the README's table says it, a platform each
+INSTALL = ("Graphviz's dot program was not found: install Graphviz (sudo apt install graphviz, "
+           'sudo dnf install graphviz, brew install graphviz, '
+           'conda install -c conda-forge graphviz, or winget install graphviz)')
 
 
 def run_dot(digraph, fmt, seconds=DOT_SECONDS, ways_out=None):

@@ -45,7 +45,12 @@ class Picture:
         return run_dot(digraph, fmt)
 
     def _repr_svg_(self):
-        return self.data('svg').decode('utf-8')
+        """dot's SVG, or None where it cannot be drawn (no Graphviz): a repr
+        that raised would show Jupyter's traceback, None its text repr."""
+        try:
+            return self.data('svg').decode('utf-8')
+        except AdgradError:
+            return None
 
 
 def render(graph, values=None, grads=None, mode=None, rankdir='LR', frame=None,
