@@ -183,6 +183,9 @@ def test_a_long_label_is_shortened_between_whole_terms():
     assert shortened('a*b + c', 40) == 'a*b + c'
     assert shortened('first + second + third + fourth + fifth + sixth', 30) == \
         'first + … + fifth + sixth'
+    # two terms too long for both: the first whole, and what follows it
+    assert shortened('logsumexp(logits, axis=1) - sum(y * logits, axis=1)', 40) == \
+        'logsumexp(logits, axis=1) - …'
     # one long term: cut beside a name, never inside an index
     cut = shortened('tanh(W1[0,0]*x[0] + W1[0,1]*x[1] + b1[0]) * tanh(W1[1,0]*x[0])', 40)
     assert len(cut) <= 41 and re.fullmatch(r'[^…]*[\s*+(]…[\s*+]?tanh.*', cut), cut

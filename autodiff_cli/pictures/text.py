@@ -132,6 +132,8 @@ def shortened(text, limit):
         tail.insert(0, rest.pop()) if k else head.append(rest.pop(0))
     if rest and len(''.join(head + tail)) + 4 <= limit:
         return ''.join(head) + ' + …' + ''.join(tail)
+    if len(terms) > 1 and len(terms[0]) + 4 <= limit:   # the first term, and what follows it
+        return terms[0] + terms[1][:3] + '…'
     half = limit // 2
     a = _token_cut(text, half, False)
     b = _token_cut(text, len(text) - (limit - half - 1), True)
