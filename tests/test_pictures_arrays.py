@@ -189,3 +189,27 @@ def test_a_long_label_is_shortened_between_whole_terms():
     # one long term: cut beside a name, never inside an index
     cut = shortened('tanh(W1[0,0]*x[0] + W1[0,1]*x[1] + b1[0]) * tanh(W1[1,0]*x[0])', 40)
     assert len(cut) <= 41 and re.fullmatch(r'[^…]*[\s*+(]…[\s*+]?tanh.*', cut), cut
+
+
+@pytest.mark.parametrize('fmt', ['dot', 'text'])
+def test_render_data_draws_no_gradient_on_the_datas_columns(fmt, tmp_path):
+    """grad --data prints no gradient for the data's columns; the picture drew
+    one on them (x [60,2] ... norm 0.06747). Now it shows their values, says
+    'data: no gradient', and no gradient arrow runs into them; the
+    parameters keep theirs."""
+    argv = ['render', '-f', str(ROOT / 'samples' / 'mlp_xor.ad'),
+            '--data', str(ROOT / 'samples' / 'xor.csv'), '--format', fmt, '-o', '-']
+    done = run_main(argv)
+    assert done.code == 0, done.err
+    if fmt == 'text':   # the table: no number in the column ∂f/∂node
+        cells = {row[3]: row[-2] for row in (line.split('│') for line in done.out.splitlines())
+                 if len(row) > 4}
+        assert cells[' x         '].strip() == '-' and 'norm' in cells[' W1        ']
+        return
+    found = labels(done.out)
+    graph = lower((ROOT / 'samples' / 'mlp_xor.ad').read_text())
+    for name in ('x', 'y'):
+        texts = found[graph.inputs[name]]
+        assert 'data: no gradient' in texts and not any('0.06747' in t for t in texts), texts
+        assert not re.search(rf'n{graph.inputs[name]} -> n\d+ \[[^\]]*dir=back', done.out)
+    assert any('norm 0.1973' in t for t in found[graph.inputs['W1']])   # ∂f/∂W1's norm

@@ -75,11 +75,12 @@ def fitted(draw, look, rankdir=None, seconds=FIT_SECONDS, compact=True):
         if picture.source in seen:
             continue
         seen.add(picture.source)
-        try:
-            measured = picture_size(run_dot(picture.digraph, 'svg', seconds), 'svg')
+        try:   # a step series' other frames, with other labels, may come out larger
+            sizes = [picture_size(run_dot(digraph, 'svg', seconds), 'svg') or (0.0, 0.0)
+                     for digraph in [picture.digraph, *getattr(picture, 'also', ())]]
         except AdgradError:   # dot failed or was slow on this way of drawing it: the next
             continue
-        width, height = measured[:2] if measured else (0.0, 0.0)
+        width, height = max(size[0] for size in sizes), max(size[1] for size in sizes)
         if width <= SLIDE_WIDTH and height <= SLIDE_HEIGHT:
             return picture
         if whole_only:

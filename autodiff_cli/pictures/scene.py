@@ -239,6 +239,7 @@ def scene(graph, values=None, grads=None):
     nodes = graph.nodes
     f = output_symbol(graph)
     live = receives_gradient(graph)
+    held = {graph.inputs[name] for name in graph.held}   # --data's columns
     ran = executed(graph, values) if values is not None else [True] * len(nodes)
     live = [a and b for a, b in zip(live, ran)]
     arrays = graph.shapes is not None or values is not None and any(map(is_array, values))
@@ -276,7 +277,9 @@ def scene(graph, values=None, grads=None):
         items.append(Item(i, kind, title, node_symbol(graph, i, f), expr, value,
                           None if grads is None else as_scalar(grads[shown]),
                           node.block, live[i], ran=ran[i],
-                          shape=value.shape if is_array(value) else None))
+                          shape=value.shape if is_array(value) else None,
+                          # why a data column has no gradient: grad prints none for it
+                          notes=('data: no gradient',) if i in held else ()))
         flows = partials = None
         if grads is not None and live[i] and node.args and node.op != 'loop':
             flows = flowing(graph, i, grads[i], values)
