@@ -210,8 +210,9 @@ class Program:
                                 layout=lambda digraph: run_dot(digraph, 'svg')).decode('utf-8')
 
     def _repr_svg_(self):
-        """In Jupyter, a Program shows what `adgrad render` draws of it unbound."""
-        return self.render()._repr_svg_()
+        """In Jupyter, a Program shows what `adgrad render` draws of it unbound;
+        where it cannot be drawn (no Graphviz), None: Jupyter shows its repr."""
+        return _drawn(self.render)
 
     # ---- as every command reads its values ----
 
@@ -423,7 +424,7 @@ class Result:
         return self.program.render(self.inputs, **dict(dict(mode=mode), **options))
 
     def _repr_svg_(self):
-        return self.picture()._repr_svg_()
+        return _drawn(self.picture)
 
     def _repr_html_(self):
         try:
@@ -434,6 +435,16 @@ class Result:
         height = 240 + 40 * len(self.inputs) + _svg_height(page)
         return (f'<iframe srcdoc="{html.escape(page, quote=True)}" sandbox="allow-scripts" '
                 f'style="width: 100%; height: {height}px; border: none"></iframe>')
+
+
+def _drawn(draw):
+    """The SVG of draw()'s picture, or None where it cannot be made: a _repr_
+    that raises is a traceback in Jupyter, where None shows the text repr
+    (`.render()` still raises, and says what to install)."""
+    try:
+        return draw()._repr_svg_()
+    except AdgradError:
+        return None
 
 
 def _svg_height(page):

@@ -4,6 +4,7 @@ values, a central difference, or the numbers micrograd's own tests assert
 (which are PyTorch's)."""
 
 import math
+import re
 
 import pytest
 
@@ -280,6 +281,15 @@ def test_a_picture_greys_the_branch_not_taken():
     assert 'not taken at this point' in sqrt_line and 'dashed' in sqrt_line
     log_line = next(line for line in dot.splitlines() if '<B>log</B>' in line)
     assert 'not taken' not in log_line and '0.6931' in log_line
+    # the arrows into and out of the branch not taken are greyed and dashed as
+    # it is (they were solid blue, as if a value went along them); the legend
+    # says what dashed grey means
+    sqrt = re.search(r'n(\d+) \[label=<[^\n]*<B>sqrt</B>', dot)[1]
+    arrows = re.findall(rf'^\s*n\d+ -> n{sqrt} \[(.*)\]$|^\s*n{sqrt} -> n\d+ \[(.*)\]$', dot, re.M)
+    assert len(arrows) == 2
+    for attrs in map(''.join, arrows):
+        assert 'style=dashed' in attrs and 'color="#57534e"' in attrs, attrs
+    assert 'not taken&nbsp;' in dot.split('\tlabel=')[-1]
 
 
 def test_a_block_may_take_a_built_in_s_name_and_declare_its_derivative():

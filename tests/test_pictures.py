@@ -642,3 +642,89 @@ def test_a_picture_taller_or_wider_than_slides_suggests_collapsing_blocks(tmp_pa
     fits = run_main(['render', '-f', str(SAMPLES / 'deep.ad'), '--collapse', 'blocks',
                      '-o', str(tmp_path / 'c.svg')])
     assert (fits.code, fits.err) == (0, '')
+
+
+def _crossings(a, b, near):
+    """Where the polylines a and b cross, away from the points in `near`."""
+    def side(p, q, r):
+        return (q[0] - p[0]) * (r[1] - p[1]) - (q[1] - p[1]) * (r[0] - p[0])
+    for p, q in zip(a, a[1:]):
+        for r, s in zip(b, b[1:]):
+            if side(p, q, r) * side(p, q, s) < 0 and side(r, s, p) * side(r, s, q) < 0:
+                if all(math.dist(p, n) > 12 for n in near):
+                    yield p
+
+
+@needs_dot
+@pytest.mark.parametrize('extra', [[], ['--color', 'magnitude']], ids=['plain', 'magnitude'])
+def test_the_wrapped_chain_reads_row_by_row_without_crossings(extra, tmp_path, monkeypatch):
+    """Figure 10 wrapped onto rows as text wraps: rows about equally wide (of
+    three), the output at the end of the last row (its constant hanging after
+    it), and no arrow
+    crossing another, the gradient's arrow beside the value's from a row's end
+    to the next row's start (they crossed, and x9 → x10 → z was a tangle)."""
+    monkeypatch.chdir(ROOT)
+    root = ET.fromstring(svg_of(tmp_path, '-f', 'samples/deep.ad', '--collapse', 'blocks', *extra))
+    where = {}
+    for group in root.iter(f'{SVG}g'):
+        if group.get('class') == 'node':
+            text = ' '.join(t.text or '' for t in group.iter(f'{SVG}text'))
+            name = (re.search(r'(\w+) = ', text) or re.search(r'(\w+)', text))[1]
+            oval = group.find(f'{SVG}ellipse')
+            where[name] = next(shape_centre(group)) if oval is None else (
+                float(oval.get('cx')), float(oval.get('cy')))
+    rows = {}
+    for name, (x, y) in where.items():
+        rows.setdefault(round(y), []).append((x, name))
+    order = [[n for _, n in sorted(row)] for _, row in sorted(rows.items())]
+    assert sum(order, []) == ['x'] + [f'x{k}' for k in range(1, 11)] + ['z', '2']
+    assert len(order) == 4 and min(map(len, order)) >= 2 and len(order[-1]) >= 4   # no stray
+    if not extra:   # the magnitude view's vanishing nodes are wider: 2, 3, 4, 3
+        assert [len(row) for row in order] == [3, 3, 3, 4]
+    paths = [list(edge_points(g)) for g in root.iter(f'{SVG}g') if g.get('class') == 'edge']
+    ends = [p for path in paths for p in (path[0], path[-1])]
+    for k, a in enumerate(paths):
+        for b in paths[k + 1:]:
+            assert not list(_crossings(a, b, ends)), (a[0], b[0])
+
+
+@pytest.mark.parametrize('compact', [False, True])
+def test_the_magnitude_legend_shows_the_arrows_as_drawn(compact):
+    """--color magnitude draws gradient arrows in the scale's colours (greys
+    and greens here); its legend showed them cyan, as a plain picture draws them."""
+    graph, values, grads = sample('deep')
+    dot = render(graph, values, grads, collapse='blocks',
+                 look=Look(color='magnitude', compact=compact)).source
+    body, legend = dot.split('\tlabel=')
+    arrows = set(re.findall(r'dir=back[^\]]*?color="(#\w+)"|color="(#\w+)"[^\]]*dir=back', body))
+    colours = {a or b for a, b in arrows}
+    assert colours and '#0891b2' not in colours
+    assert '#0891b2' not in legend and 'coloured by size' in legend
+    from autodiff_cli.pictures.style import SCALE, darker
+    scale = {darker(fill) for _, fill, _ in SCALE}
+    glyph = re.findall(r'<FONT COLOR="(#\w+)">[◀╌]</FONT>', legend)
+    assert colours <= scale and len(glyph) == 3 and set(glyph) <= scale, (colours, glyph)
+
+
+def test_the_nodes_a_diagnosis_names_show_their_ids():
+    """--explain and the magnitude picture's reasons name nodes '(node 3)',
+    '(node 49)': the magnitude picture shows '#3', '#49' on them (a collapsed
+    call the ids of the named nodes inside it); a plain picture shows none."""
+    def labelled(dot):
+        return {int(m[1]): m[2] for m in re.finditer(r'^\s*n(\d+) \[label=<(.*)>', dot, re.M)}
+    graph = lower('relu(x - 1)*y')
+    values = forward(graph, {'x': 0.0, 'y': 2.0})
+    grads = backward(graph, values)
+    assert '(node 3)' in ' '.join(explain(graph, values, grads))
+    dot = labelled(render(graph, values, grads, look=Look(color='magnitude')).source)
+    assert '#3<' in dot[3] and '(node 3)' in dot[0]
+    assert not any('#3<' in label for i, label in dot.items() if i != 3)
+    assert not re.search(r'>#\d', ''.join(labelled(render(graph, values, grads).source).values()))
+    graph, values, grads = sample('deep')
+    (line,) = [t for t in explain(graph, values, grads) if t.startswith('x:')]
+    assert '(node 50)' in line and '(node 49)' in line
+    full = labelled(render(graph, values, grads, look=Look(color='magnitude')).source)
+    assert '#49<' in full[49] and '#50<' in full[50]
+    collapsed = labelled(render(graph, values, grads, collapse='blocks',
+                                look=Look(color='magnitude')).source)
+    assert '#49 #50<' in collapsed[50] and 'x10 = layer(x9)' in collapsed[50]

@@ -166,3 +166,50 @@ def test_render_unroll_draws_the_mlp_as_neurons(tmp_path):
     svg = out.read_text(encoding='utf-8')
     for k in range(4):
         assert f'h[{k}] = tanh(W1[{k},0]*x[0]' in svg.replace('&#160;', ' ')
+
+
+def test_a_long_label_is_shortened_between_whole_terms():
+    """The unrolled MLP's `out` read `V[0,0]*h[0] + V[0,1]…] + V[0,3]*h[3] + c`:
+    cut mid-term, a stray bracket. Whole terms from each end, '…' between."""
+    from autodiff_cli.pictures.unroll import unroll
+    graph = lower((ROOT / 'samples' / 'mlp.ad').read_text())
+    numbers, _ = unroll(graph, graph.defaults)
+    texts = [t for item in drawing(numbers).items for t in (item.expr, item.title) if t]
+    assert 'out = V[0,0]*h[0] + … + V[0,3]*h[3] + c' in texts
+    for text in texts:
+        shown = text.replace('…', '')
+        assert shown.count('[') == shown.count(']'), text
+    from autodiff_cli.pictures.text import shortened
+    assert shortened('a*b + c', 40) == 'a*b + c'
+    assert shortened('first + second + third + fourth + fifth + sixth', 30) == \
+        'first + … + fifth + sixth'
+    # two terms too long for both: the first whole, and what follows it
+    assert shortened('logsumexp(logits, axis=1) - sum(y * logits, axis=1)', 40) == \
+        'logsumexp(logits, axis=1) - …'
+    # one long term: cut beside a name, never inside an index
+    cut = shortened('tanh(W1[0,0]*x[0] + W1[0,1]*x[1] + b1[0]) * tanh(W1[1,0]*x[0])', 40)
+    assert len(cut) <= 41 and re.fullmatch(r'[^…]*[\s*+(]…[\s*+]?tanh.*', cut), cut
+
+
+@pytest.mark.parametrize('fmt', ['dot', 'text'])
+def test_render_data_draws_no_gradient_on_the_datas_columns(fmt, tmp_path):
+    """grad --data prints no gradient for the data's columns; the picture drew
+    one on them (x [60,2] ... norm 0.06747). Now it shows their values, says
+    'data: no gradient', and no gradient arrow runs into them; the
+    parameters keep theirs."""
+    argv = ['render', '-f', str(ROOT / 'samples' / 'mlp_xor.ad'),
+            '--data', str(ROOT / 'samples' / 'xor.csv'), '--format', fmt, '-o', '-']
+    done = run_main(argv)
+    assert done.code == 0, done.err
+    if fmt == 'text':   # the table: no number in the column ∂f/∂node
+        cells = {row[3]: row[-2] for row in (line.split('│') for line in done.out.splitlines())
+                 if len(row) > 4}
+        assert cells[' x         '].strip() == '-' and 'norm' in cells[' W1        ']
+        return
+    found = labels(done.out)
+    graph = lower((ROOT / 'samples' / 'mlp_xor.ad').read_text())
+    for name in ('x', 'y'):
+        texts = found[graph.inputs[name]]
+        assert 'data: no gradient' in texts and not any('0.06747' in t for t in texts), texts
+        assert not re.search(rf'n{graph.inputs[name]} -> n\d+ \[[^\]]*dir=back', done.out)
+    assert any('norm 0.1973' in t for t in found[graph.inputs['W1']])   # ∂f/∂W1's norm

@@ -235,3 +235,18 @@ def test_the_title_names_the_output_and_the_values_held():
     assert _title(blocks, {}, 'samples/blocks.ad') == 'blocks.ad: z = f(…)'   # not f's body
     assert _title(lower('sin(a*x)  # a wave'), {'a': 2.0}) == 'f = sin(a*x)   (a = 2)'
     assert _title(lower('loss = (w - 3)^2; loss'), {}) == 'loss = (w - 3)^2'
+
+
+@pytest.mark.parametrize('text, x, y', [('x^2 + y^2', (-2, 2), (-2, 2)),
+                                        ('(1-x)^2 + 100*(y-x^2)^2', (-2, 2), (-1, 3)),
+                                        ('sin(x)*cos(y)/1000', (-3, 3), (-3, 3))])
+def test_the_colour_bars_levels_are_readable_numbers(text, x, y):
+    """The bar labelled its quantile levels as they fell, 0.0001768, 1.114,
+    2.227: rounded, each has at most two significant digits, and the bar
+    still holds every value and a level per band."""
+    from autodiff_cli.pictures.plot import _levels
+    grid = sample_grid(lower(text), ('x', 'y'), (x, y), 120)
+    levels = _levels(grid.f)
+    assert all(float(f'{v:.2g}') == v for v in levels), levels
+    assert np.all(np.diff(levels) > 0) and len(levels) >= 12
+    assert levels[0] <= np.nanmin(grid.f) and levels[-1] >= np.nanmax(grid.f)

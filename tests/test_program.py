@@ -185,6 +185,23 @@ def test_the_result_shows_the_interactive_page_in_a_frame():
     assert erf._repr_html_() is None and '<svg' in erf._repr_svg_()
 
 
+def test_without_graphviz_the_reprs_are_none_and_render_says_what_to_install(
+        tmp_path, monkeypatch):
+    """In Jupyter a _repr_ that raises is a formatter's traceback; None makes
+    it show the text repr. `.render()` (and its data) still raises, naming
+    an install command for each platform, as the README's table does."""
+    monkeypatch.setenv('PATH', str(tmp_path / 'empty'))
+    result = Program('x*y').grad(x=2, y=3)
+    assert result._repr_svg_() is None and result._repr_html_() is None
+    assert Program('x*y')._repr_svg_() is None and result.picture()._repr_svg_() is None
+    assert repr(result) == "Result(value=6.0, gradient={'x': 3.0, 'y': 2.0})"
+    with pytest.raises(AdgradError) as raised:
+        result.picture().data('svg')
+    for command in ('sudo apt install graphviz', 'brew install graphviz',
+                    'conda install -c conda-forge graphviz', 'winget install graphviz'):
+        assert command in str(raised.value)
+
+
 @needs_dot
 @pytest.mark.parametrize('program, argv, options', [
     ('x*y*z', ['x=2', 'y=3', 'z=4'], {}),

@@ -147,3 +147,15 @@ def test_rounding_is_forgiven_and_nothing_else():
     assert not same_up_to_rounding('d_y\t[-0.7534470002209999]\n', 'd_x\t[-0.7534470002209999]\n')
     assert not same_up_to_rounding('value\t2\n', 'value\t3\n')
     assert not same_up_to_rounding('[1.5, 2.5]', '[1.5]')
+
+
+def test_the_commands_page_opens_with_every_command_and_its_exit_codes():
+    """docs/commands.md's first table is 'which command': it left out jacobian
+    and fit; its exit code 1 named minimize's failures, not fit's."""
+    from autodiff_cli.cli.context import Command
+    page = (ROOT / 'docs' / 'commands.md').read_text(encoding='utf-8')
+    table = page.split('\n\n')[1]
+    assert sorted(re.findall(r'^\| \[`(\w+)`\]\(#\1\)', table, re.M)) == \
+        sorted(c.value for c in Command)
+    (one,) = re.findall(r'^\| 1 \|(.*)$', page, re.M)
+    assert all(f'`adgrad {c}`' in one for c in ('check', 'minimize', 'fit'))

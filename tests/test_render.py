@@ -369,7 +369,7 @@ def test_missing_dot_is_one_line_and_leaves_the_old_file(tmp_path, monkeypatch, 
     code, out, err = run_cli('render', 'x*y', 'x=2', 'y=3', '-o', str(target))
     assert code == 2 and out == ''
     assert len(err.splitlines()) == 1
-    assert all(word in err for word in ('apt', 'brew', 'conda', '--format dot'))
+    assert all(word in err for word in ('sudo apt', 'brew', 'conda', 'winget', '--format dot'))
     assert target.read_text() == 'old picture' and os.listdir(tmp_path) == ['g.svg']
     code, _, err = run_cli('render', 'x*y', 'x=2', 'y=3', '--steps', str(tmp_path / 's'))
     assert code == 2 and 'install Graphviz' in err and not (tmp_path / 's').exists()

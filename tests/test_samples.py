@@ -65,3 +65,29 @@ def test_command_line_bindings_override_defaults(run_cli):
     path = Path(__file__).parent.parent / 'samples' / 'product.ad'
     out = run_cli('grad', '-f', str(path), 'x=5', '--json')[1]
     assert json.loads(out) == {'value': 60.0, 'gradient': {'x': 12.0, 'y': 20.0, 'z': 15.0}}
+
+
+def printed(path):
+    """{'value': v, ...} from the `# adgrad prints:` comment, or None."""
+    match = re.search(r'^# adgrad prints: (.*(?:\n#   .*)*)', path.read_text(), re.M)
+    if match is None:
+        return None
+    fields = re.sub(r'\n#\s+', ' ', match.group(1)).split(', ')
+    return {key: float(value) for key, value in (field.split() for field in fields)}
+
+
+@pytest.mark.parametrize('path', SAMPLES, ids=lambda p: p.name)
+def test_a_sample_says_what_adgrad_prints_beside_the_exact_numbers(path, run_cli):
+    """`# expect:` holds the exact numbers, which adgrad meets within 1e-12;
+    where the docs show adgrad's own (deep.ad's d_x ...693e-05 against the
+    exact ...702e-05), `# adgrad prints:` says them, bit for bit."""
+    says = printed(path)
+    if path.stem in ('deep', 'deep_loop', 'neuron'):
+        assert says is not None, f'{path.name} does not say what adgrad prints'
+    if says is None:
+        return
+    code, out, _ = run_cli('grad', '-f', str(path), '--json')
+    result = json.loads(out)
+    assert says == {'value': result['value'],
+                    **{f'd_{k}': v for k, v in result['gradient'].items()}}
+    assert says.keys() == expected(path).keys() and says != expected(path)

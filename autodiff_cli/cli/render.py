@@ -111,7 +111,8 @@ def run_render(args, env):
         from .evaluate import bind_data, check_sources
         args.points = None
         check_sources(args)
-        bind_data(args.data, graph, bindings, env)
+        # no gradient on the data's columns, as grad prints none for them
+        graph = graph._replace(held=tuple(bind_data(args.data, graph, bindings, env)))
     values_in = input_values(graph, bindings, warn)
     if getattr(args, 'unroll', False):
         graph, values_in = _unrolled(graph, values_in)

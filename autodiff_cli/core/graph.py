@@ -65,16 +65,17 @@ Node = namedtuple('Node', 'op args name value span block', defaults=((), None, N
 Branch = namedtuple('Branch', 'node condition then_start else_start end')
 
 
-class Graph(namedtuple('Graph', 'nodes output inputs defaults source branches notes shapes loops',
-                       defaults=((), (), None, ()))):
+class Graph(namedtuple('Graph',
+                       'nodes output inputs defaults source branches notes shapes loops held',
+                       defaults=((), (), None, (), ()))):
     """nodes: the tape, every node's args before it; output: the output node's
     id; inputs: variable name -> input node id, in order of first use;
-    defaults: variable name -> default value from `input` declarations;
-    source: the program text that spans point into; branches: a Branch per
-    `if` node, in tape order; notes: what is worth telling the user that is
-    not an error; shapes: None for a program of numbers; for one of arrays,
-    variable name -> the shape its `input` declares (sizes are ints, or names
-    that the values bind); loops: the ids of its `loop` nodes (loops.py)."""
+    defaults: name -> default from `input`; source: the text spans point into;
+    branches: a Branch per `if` node, in tape order; notes: what is worth telling
+    the user that is not an error; shapes: None for a program of numbers, else
+    name -> the shape its `input` declares (ints, or names the values bind);
+    loops: the ids of its `loop` nodes; held: names of inputs held fixed, as
+    --data's columns are, whose gradient no picture or table shows."""
     __slots__ = ()
 
     def text(self, node_id, limit=None):

@@ -209,6 +209,7 @@ def receives_gradient(graph):
     nothing from ∂loss/∂2 = nan, so tables and pictures leave them out.
     """
     nodes = graph.nodes
+    held = {graph.inputs[name] for name in graph.held}   # data: as fixed as a constant
     varies = [False] * len(nodes)
     for i, node in enumerate(nodes):
         args = node.args
@@ -217,7 +218,7 @@ def receives_gradient(graph):
         elif len(args) == 2:
             varies[i] = varies[args[0]] or varies[args[1]]
         else:
-            varies[i] = node.op == 'input' or any(varies[a] for a in args)
+            varies[i] = node.op == 'input' and i not in held or any(varies[a] for a in args)
     reached = [False] * len(nodes)
     reached[graph.output] = True
     for i in range(graph.output, -1, -1):

@@ -14,8 +14,10 @@ TALLEST = 3        # a picture that fits a slide's width may be this many times 
 FIT_NODES = 150    # up to this layout size, dot is fast enough to be asked more than once
 PNG_DPI = '144'    # crisp on slides and high-density screens
 
-INSTALL = ("Graphviz's dot program was not found: install Graphviz "
-           '(apt install graphviz, brew install graphviz, or conda install graphviz)')
+# As the README's table says it, a platform each
+INSTALL = ("Graphviz's dot program was not found: install Graphviz (sudo apt install graphviz, "
+           'sudo dnf install graphviz, brew install graphviz, '
+           'conda install -c conda-forge graphviz, or winget install graphviz)')
 
 
 def run_dot(digraph, fmt, seconds=DOT_SECONDS, ways_out=None):
@@ -73,11 +75,12 @@ def fitted(draw, look, rankdir=None, seconds=FIT_SECONDS, compact=True):
         if picture.source in seen:
             continue
         seen.add(picture.source)
-        try:
-            measured = picture_size(run_dot(picture.digraph, 'svg', seconds), 'svg')
+        try:   # a step series' other frames, with other labels, may come out larger
+            sizes = [picture_size(run_dot(digraph, 'svg', seconds), 'svg') or (0.0, 0.0)
+                     for digraph in [picture.digraph, *getattr(picture, 'also', ())]]
         except AdgradError:   # dot failed or was slow on this way of drawing it: the next
             continue
-        width, height = measured[:2] if measured else (0.0, 0.0)
+        width, height = max(size[0] for size in sizes), max(size[1] for size in sizes)
         if width <= SLIDE_WIDTH and height <= SLIDE_HEIGHT:
             return picture
         if whole_only:

@@ -159,6 +159,21 @@ def explain(graph, values, grads, health=None):
     return lines
 
 
+def named_nodes(graph, grads, health):
+    """The ids of the nodes explain() and the reasons of `health` name as
+    '(node N)': a picture shows these ids on those nodes (style.py, #N)."""
+    named = {h.blocker for h in health if h.blocker is not None}
+    bad = first_nonfinite_gradient(health)
+    if bad is not None:
+        named.add(bad)
+    if any(is_array(g) for g in grads):   # the steps along arrays are explain()'s to skip
+        return named
+    for i in graph.inputs.values():
+        if health[i].state in ('ok', 'vanishing', 'exploding'):
+            named.update(k for k in _steepest(graph, i, grads)[:2] if k is not None)
+    return named
+
+
 def _steepest(graph, i, grads):
     """Along the path by which most of node i's gradient arrives (at each node,
     the consumer with the largest |gradient|), the step where |∂f/∂node|

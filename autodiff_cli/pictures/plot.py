@@ -106,7 +106,7 @@ def grid_figure(grid, arrows, fmt, title, path=None):
                      linestyles='solid',
                      alpha=0.6)
         bar = figure.colorbar(filled, ax=axes, format='%.4g')
-        bar.set_label('f (bands of equal area)')
+        bar.set_label('f (bands of about equal area)')
     norm = np.hypot(arrows.dx, arrows.dy)
     with np.errstate(all='ignore'):
         u, v = arrows.dx / norm, arrows.dy / norm
@@ -130,14 +130,30 @@ def grid_figure(grid, arrows, fmt, title, path=None):
 
 
 def _levels(values, count=16):
-    """Contour levels at equal quantiles of the finite values: a deep valley
-    and a steep wall both get lines. None where f is nowhere finite or flat."""
+    """Contour levels at about equal quantiles of the finite values: a deep
+    valley and a steep wall both get lines. None where f is nowhere finite or flat."""
     import numpy as np
     finite = values[np.isfinite(values)]
     if finite.size == 0:
         return None
     levels = np.unique(np.quantile(finite, np.linspace(0, 1, count + 1)))
-    return levels if levels.size >= 2 else None
+    return _readable(levels) if levels.size >= 2 else None
+
+
+def _readable(levels):
+    """Levels rounded for the colour bar's labels (0.6, 1.3, 140 rather than
+    0.6425, 1.29, 143.3): each to the power of ten below its gap to the
+    nearest other level, so none passes another; the ends outwards, so that
+    every value stays inside the bar."""
+    import numpy as np
+    gaps = np.diff(levels)
+    nearest = np.minimum(np.append(gaps, np.inf), np.insert(gaps, 0, np.inf))
+    unit = 10.0 ** np.floor(np.log10(nearest))
+    rounded = np.round(levels / unit) * unit
+    rounded[0] = np.floor(levels[0] / unit[0]) * unit[0]
+    rounded[-1] = np.ceil(levels[-1] / unit[-1]) * unit[-1]
+    # 0.30000000000000004 is 0.3 to the colour bar, but not to a test of it
+    return np.unique([float(f'{v:.12g}') for v in rounded])
 
 
 def fit_figure(graph, name, x, y, result, fmt, title):

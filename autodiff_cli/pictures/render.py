@@ -14,7 +14,7 @@ are `n0, n1, ...` from the tape, so the same input gives byte-identical DOT.
 from ..errors import AdgradError
 from .collapse import collapse as collapse_blocks
 from .fold import compacted, fold
-from .health import diagnose
+from .health import diagnose, named_nodes
 from .scene import scene
 from .style import RANKDIRS, Look, style
 
@@ -45,7 +45,12 @@ class Picture:
         return run_dot(digraph, fmt)
 
     def _repr_svg_(self):
-        return self.data('svg').decode('utf-8')
+        """dot's SVG, or None where it cannot be drawn (no Graphviz): a repr
+        that raised would show Jupyter's traceback, None its text repr."""
+        try:
+            return self.data('svg').decode('utf-8')
+        except AdgradError:
+            return None
 
 
 def render(graph, values=None, grads=None, mode=None, rankdir='LR', frame=None,
@@ -91,7 +96,9 @@ def drawing(graph, values=None, grads=None, collapse=None, look=None, folds=True
         drawn = scene(graph, values, grads)
     if look is not None and look.color == 'magnitude' and grads is not None:
         health = diagnose(graph, values, grads)
-        drawn = drawn._replace(items=[item._replace(health=health[item.id])
+        tags = _tags(graph, drawn, named_nodes(graph, grads, health))
+        drawn = drawn._replace(items=[item._replace(health=health[item.id],
+                                                    tags=tags.get(item.id, ()))
                                       for item in drawn.items])
     if plan is not None:
         from .memory import annotate
@@ -99,3 +106,19 @@ def drawing(graph, values=None, grads=None, collapse=None, look=None, folds=True
     if not folds or drawn.segments:
         return drawn
     return fold(drawn)
+
+
+def _tags(graph, drawn, named):
+    """{drawn id: the named ids it shows}: a node its own id, a collapsed call
+    the ids of the named nodes inside it, so that '(node 49)' in a diagnosis
+    can be found in the picture."""
+    def call(i):   # the top-level block call a node belongs to
+        return (graph.nodes[i].block or '').partition('/')[0]
+    shown = {item.id for item in drawn.items}
+    calls = {call(item.id): item.id for item in drawn.items if item.kind == 'call'}
+    tags = {}
+    for i in sorted(named):
+        at = i if i in shown else calls.get(call(i)) if call(i) else None
+        if at is not None:
+            tags.setdefault(at, []).append(i)
+    return {at: tuple(ids) for at, ids in tags.items()}

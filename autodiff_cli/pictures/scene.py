@@ -14,7 +14,7 @@ from typing import NamedTuple
 from ..core.passes import executed, pullback, receives_gradient
 from ..core.primitives import PRIMITIVES
 from .preview import as_scalar, is_array
-from .text import displayable, enclosed, number
+from .text import displayable, enclosed, number, shortened
 
 TEXT_LIMIT = 40   # longest source text on a node; elided in the middle past this
 
@@ -39,6 +39,7 @@ class Item(NamedTuple):
     shape: tuple | None = None   # an array's shape (preview.py shows it); None for a number
     store: object = None   # what backward does with its value (memory.py's Store), if drawn
     segment: int | None = None   # its checkpoint segment, if drawn
+    tags: tuple = ()     # ids of the nodes it stands for that a diagnosis names: '#49'
 
 
 class Link(NamedTuple):
@@ -132,6 +133,12 @@ def wrap(text):
     if call and enclosed(text[call.end() - 1:]):
         return text
     return f'({text})'
+
+
+def _shown(graph, i):
+    """Node i's text as a node shows it: at most TEXT_LIMIT characters or so,
+    shortened between whole terms (read from a longer stretch of it)."""
+    return shortened(graph.text(i, 4 * TEXT_LIMIT), TEXT_LIMIT)
 
 
 def _elide(text, limit):
@@ -236,6 +243,7 @@ def scene(graph, values=None, grads=None):
     nodes = graph.nodes
     f = output_symbol(graph)
     live = receives_gradient(graph)
+    held = {graph.inputs[name] for name in graph.held}   # --data's columns
     ran = executed(graph, values) if values is not None else [True] * len(nodes)
     live = [a and b for a, b in zip(live, ran)]
     arrays = graph.shapes is not None or values is not None and any(map(is_array, values))
@@ -247,7 +255,7 @@ def scene(graph, values=None, grads=None):
         if node.op == 'input':
             kind, title, expr = 'input', node.name, None
         elif node.op == 'const':
-            title = node.name or (graph.text(i, TEXT_LIMIT) if is_array(node.value)
+            title = node.name or (_shown(graph, i) if is_array(node.value)
                                   else number(node.value))
             kind, expr = 'const', None
         else:
@@ -258,7 +266,7 @@ def scene(graph, values=None, grads=None):
                 title = f'{block}: derivative given ✎'
             elif node.op == 'loop':   # one node however many iterations: its body runs them
                 title = f'loop × {node.value.count:,}'
-            expr = graph.text(i, TEXT_LIMIT)
+            expr = _shown(graph, i)
             if node.name is not None:
                 expr = f'{node.name} = {expr}'
         if i == graph.output:
@@ -273,7 +281,9 @@ def scene(graph, values=None, grads=None):
         items.append(Item(i, kind, title, node_symbol(graph, i, f), expr, value,
                           None if grads is None else as_scalar(grads[shown]),
                           node.block, live[i], ran=ran[i],
-                          shape=value.shape if is_array(value) else None))
+                          shape=value.shape if is_array(value) else None,
+                          # why a data column has no gradient: grad prints none for it
+                          notes=('data: no gradient',) if i in held else ()))
         flows = partials = None
         if grads is not None and live[i] and node.args and node.op != 'loop':
             flows = flowing(graph, i, grads[i], values)

@@ -152,6 +152,8 @@ def _label(item, f, show_value, show_grad, pending, look):
         return _compact_label(item, show_value, show_grad, pending, look)
     shape = '' if item.shape is None else f'  {shape_text(item.shape)}'
     rows = [_row(item.title + shape, bold=True)]
+    if item.tags:   # the ids a diagnosis names it by, '(node 49)', after its title
+        rows = [rows[0].replace('</B>', f'</B>  <FONT COLOR="{MUTED}">{_tag_text(item)}</FONT>')]
     if look.compact and item.expr and item.kind in ('op', 'output', 'call') \
             and not item.title.endswith('✎'):   # the expression shows the op
         rows = [_row(line, bold=True) for line in broken(item.expr + shape)]
@@ -218,6 +220,10 @@ def _plain(note):
     return f'{parts[0]} = {parts[-1]}' if len(parts) > 2 else note
 
 
+def _tag_text(item):
+    return ' '.join(f'#{i}' for i in item.tags)
+
+
 def _compact_label(item, show_value, show_grad, pending, look):
     """A compact label, as a record: what the node computes (its name, or its
     expression, which shows the op), then its value and its gradient side by
@@ -240,8 +246,10 @@ def _compact_label(item, show_value, show_grad, pending, look):
         known = short(item.grad) if is_array(item.grad) else grad_text(item)
         cells.append(_cell((_pending(known) if pending else known) + flag, color, bold,
                            bar=bool(cells)))
-    lines = [head + cells] if item.kind == 'input' and item.shape is None and show_value \
-        else [[cell] for cell in head] + ([cells] if cells else [])
+    one_line = item.kind == 'input' and item.shape is None and show_value
+    lines = [head + cells] if one_line else [[cell] for cell in head] + ([cells] if cells else [])
+    if item.tags:   # the ids a diagnosis names it by, '(node 49)', under its title
+        lines.insert(1 if one_line else len(head), [_cell(_tag_text(item), MUTED)])
     rows = ['<TR><TD><TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1"><TR>'
             + ''.join(line) + '</TR></TABLE></TD></TR>' for line in lines]
     return _table(rows + _reasons(item, show_grad, pending, look))
@@ -358,6 +366,9 @@ def _legend(kinds, f, mode, frame, look, stores=frozenset(), memory=None):
         if kind in kinds:
             cells.append(_oval(text, fill, edge) if kind == 'input' else
                          _swatch(text, fill, edge))
+    if 'not taken' in kinds:   # dashed and grey, as the branch and its arrows are drawn
+        cells.append(f'<TD BORDER="1" STYLE="dashed,rounded" COLOR="{MUTED}">'
+                     f'<FONT COLOR="{MUTED}">&nbsp;not taken&nbsp;</FONT></TD>')
     scale = []
     if mode == 'backward' and look.color == 'magnitude' and frame is None:
         scale.append(f'<TD>|∂{esc(f)}/∂node| from:</TD>')
@@ -384,11 +395,17 @@ def _legend(kinds, f, mode, frame, look, stores=frozenset(), memory=None):
         cells.append(f'<TD><FONT COLOR="{FORWARD}">──▶ {"" if brief else "forward: "}values'
                      '</FONT></TD>')
     if mode == 'backward' and (frame is None or not frame.forward):
-        cells.append(f'<TD><FONT COLOR="{BACKWARD}">◀╌╌</FONT><FONT COLOR="{KNOWN_TEXT}"> '
-                     f'{"" if brief else "backward: "}gradients</FONT></TD>')
+        gradients = f'{"" if brief else "backward: "}gradients'
+        if scale:   # its arrows in the scale's colours, darker (_edge_health), its numbers in ink
+            glyph = ''.join(f'<FONT COLOR="{darker(scale_color(m))}">{c}</FONT>'
+                            for c, m in (('◀', -7), ('╌', 0), ('╌', 5)))
+            cells.append(f'<TD>{glyph} {gradients}, coloured by size</TD>')
+        else:
+            cells.append(f'<TD><FONT COLOR="{BACKWARD}">◀╌╌</FONT><FONT COLOR="{KNOWN_TEXT}"> '
+                         f'{gradients}</FONT></TD>')
         if brief:   # what the two numbers on a compact node are
             cells.append(f'<TD><FONT COLOR="{FORWARD}">value</FONT> │ '
-                         f'<FONT COLOR="{KNOWN_TEXT}">∂{esc(f)}/∂node</FONT></TD>')
+                         f'<FONT COLOR="{INK if scale else KNOWN_TEXT}">∂{esc(f)}/∂node</FONT></TD>')
     summary = [f'<TD><FONT COLOR="{KEPT}">{esc(memory)}</FONT></TD>'] if memory else []
     # A step's swatches fill a row: its arrows go beside the summary (a row
     # narrower than the one below would stretch the oval's cells).
@@ -536,17 +553,34 @@ def label_width(item, points, compact=False):
     return width * 1.35 if item.kind == 'input' else width   # an ellipse around the text
 
 
+def chain(scene):
+    """{constant: the op it hangs beside} where the scene is one chain, each
+    node using the one before it (and constants used once); else None."""
+    uses = {}
+    for link in scene.links:
+        uses.setdefault(link.src, []).append(link.dst)
+    hangs = {item.id: uses[item.id][0] for item in scene.items
+             if item.kind == 'const' and len(uses.get(item.id, ())) == 1}
+    line = [item.id for item in scene.items if item.id not in hangs]
+    steps = set(zip(line, line[1:]))
+    if all((link.src, link.dst) in steps for link in scene.links if link.src not in hangs):
+        return hangs
+    return None
+
+
 def rows(scene, width, points):
     """{node id: row} to wrap a picture wider than `width` inches onto rows, as
-    a long line of text wraps, whole ranks at a time; None when it fits, when
-    one rank alone is too wide, or when it has block boxes (a box cannot be
-    split across rows), or when it is no chain (a rank of more than two
-    nodes besides constants: wrapped, its edges would cross every row).
-    Every node of a row stands on one line."""
+    a long line of text wraps, whole ranks at a time (a chain's rows about
+    equally wide); None when it fits, when one rank alone is too wide, when it has block
+    boxes (a box cannot be split across rows), or when it is no chain (a rank
+    of more than two nodes besides constants: its edges would cross every row)."""
     if width is None or scene.blocks or not scene.items:
         return None
     width *= 0.95   # the estimate is rough: keep a margin
     rank, place = ranks(scene)
+    hangs = chain(scene)
+    for const, op in (hangs or {}).items():   # on its op's rank: drawn just after it
+        rank[place[const]] = rank[place[op]]
     count = {}
     for item in scene.items:
         if item.kind != 'const':
@@ -561,13 +595,41 @@ def rows(scene, width, points):
         across[r] += w + (_ACROSS if across[r] else 0.0)
     if sum(tallest) + _ROW_GAP * (len(tallest) - 1) <= width or max(across) > width:
         return None
+    row_of = _even_rows(across, width) if hangs is not None else _filled_rows(across, width)
+    return {item.id: row_of[rank[place[item.id]]] for item in scene.items}
+
+
+def _filled_rows(across, width):
+    """The row of each rank: each row filled as far as it goes, as text wraps."""
     row_of, row, used = [], 0, 0.0
     for w in across:
         if used and used + _ACROSS + w > width:
             row, used = row + 1, 0.0
         used += (_ACROSS if used else 0.0) + w
         row_of.append(row)
-    return {item.id: row_of[rank[place[item.id]]] for item in scene.items}
+    return row_of
+
+
+def _even_rows(across, width):
+    """The row of each rank: as few rows as fit `width`, as equally wide as
+    can be (the least sum of squared widths), so that no last row holds a
+    stray node or two."""
+    best = [(0, 0.0, 0)]   # for the first k ranks: (rows, sum of squares, start of the last row)
+    for end in range(1, len(across) + 1):
+        options, used = [], -_ACROSS
+        for start in range(end - 1, -1, -1):
+            used += _ACROSS + across[start]
+            if used > width and start < end - 1:   # (a rank alone is always a row)
+                break
+            rows_, squares, _ = best[start]
+            options.append((rows_ + 1, squares + used * used, start))
+        best.append(min(options))
+    row_of, end = [], len(across)
+    while end:
+        start = best[end][2]
+        row_of[:0] = [best[end][0] - 1] * (end - start)
+        end = start
+    return row_of
 
 
 def segment_rows(scene):
@@ -673,14 +735,20 @@ def style(scene, mode='backward', rankdir='LR', frame=None, look=Look()):
     points = FONT_SIZE * look.font_scale
     font = f'{points:g}'
     wrapped = rows(scene, look.width, points) if rankdir == 'LR' else None
-    if scene.segments and rankdir == 'LR' and look.width is not None and not look.fold:
+    segmented = scene.segments and rankdir == 'LR' and look.width is not None and not look.fold
+    if segmented:   # a checkpoint segment a row
         wrapped = segment_rows(scene)
+    # A chain wraps as a line of text: its arrows from a row's end to the next
+    # row's start, its constants after their ops (see _WRAP).
+    hangs = chain(scene) if wrapped is not None and not segmented else None
+    straight, hangs = hangs is not None, hangs or {}
     gap = _COMPACT_GAP if look.compact else _GAP if small else _BARE_GAP
     banded = strips(scene, look.width, points, gap, look.compact) \
         if wrapped is None and rankdir == 'LR' and look.fold else None
     graph_attr = dict(rankdir='TB' if wrapped else rankdir, fontname=FONT, fontsize=font,
                       nodesep=f'{_NODESEP if wrapped else 0.08 if look.compact else 0.35:g}',
-                      ranksep='0.2' if look.compact else '0.35' if wrapped else '0.5' if small else '0.9',
+                      ranksep='0.2' if look.compact or straight else
+                      '0.35' if wrapped else '0.5' if small else '0.9',
                       labelloc='b',
                       labeljust='l', newrank='true')
     if look.size:
@@ -758,7 +826,7 @@ def style(scene, mode='backward', rankdir='LR', frame=None, look=Look()):
         for body in strip_bodies.values():
             dot.subgraph(body)
     if wrapped is not None:
-        _rows(dot, scene, wrapped)
+        _rows(dot, scene, wrapped, hangs, straight)
 
     # Top to bottom, a forward arrow and the backward one along it would run
     # down the same line: a blank label gives the forward arrow a place of
@@ -772,8 +840,12 @@ def style(scene, mode='backward', rankdir='LR', frame=None, look=Look()):
         attrs = dict(color=FORWARD if show_value else INK)
         if apart and link.grad is not None and link.src not in beside:
             attrs['label'] = '\u2007'
+        if not (kinds[link.src].ran and kinds[link.dst].ran):   # no value went along it
+            attrs.update(color=MUTED, style='dashed')
         if wrapped is not None and wrapped[link.src] != wrapped[link.dst]:
-            attrs['constraint'] = 'false'   # rows stack by the invisible edges of _rows()
+            attrs.update(_WRAP if straight else dict(constraint='false'))   # rows stack by _rows()
+        elif hangs.get(link.src) == link.dst:
+            attrs['constraint'] = 'false'   # right of its op, pointing back at it
         if banded is not None and banded[link.src] != banded[link.dst]:
             attrs['constraint'] = 'false'   # each strip is ranked on its own
         dot.edge(f'n{link.src}', f'n{link.dst}', **attrs)
@@ -788,6 +860,8 @@ def style(scene, mode='backward', rankdir='LR', frame=None, look=Look()):
             # a frame has not reached yet are there, but invisible.
             attrs = dict(dir='back', style='dashed', color=BACKWARD, fontcolor=KNOWN_TEXT)
             ends = (f'n{link.src}', f'n{link.dst}')
+            if straight and wrapped[link.src] != wrapped[link.dst]:
+                attrs.update(_WRAP_BACK)
             across = banded is not None and banded[link.src] != banded[link.dst]
             if across:
                 # From one strip to another, drawn head to tail and labelled
@@ -835,7 +909,8 @@ def style(scene, mode='backward', rankdir='LR', frame=None, look=Look()):
                      f'{"<BR/>".join(told)}</FONT></TD></TR>')
     if look.legend:
         lines.extend(f'<TR><TD ALIGN="LEFT">{row}</TD></TR>'
-                     for row in _legend({i.kind for i in scene.items}, scene.f, mode, frame, look,
+                     for row in _legend({i.kind if i.ran else 'not taken' for i in scene.items},
+                                        scene.f, mode, frame, look,
                                         {i.store.kind for i in scene.items if i.store},
                                         scene.memory))
     if lines:
@@ -871,9 +946,20 @@ def _columns(bodies, scene, banded, beside):
             bodies[strip].edge(f'n{before[0]}', f'n{ids[0]}', style='invis', weight='0')
 
 
-def _rows(dot, scene, wrapped):
-    """Each row on one rank, left to right; rows stacked and aligned on the left
-    by invisible edges between their first nodes."""
+# An arrow from one row to the next leaves the bottom of the row's end and
+# enters the top of the next row's start, as a line of text wraps, and the
+# gradient's arrow runs beside it from the same bottom. Side by side, dot
+# keeps the two apart only where they cross a rank between the rows (hence
+# minlen=2 in _rows); from the nodes' sides they crossed each other.
+_WRAP = dict(constraint='false', tailport='s', headport='n')
+_WRAP_BACK = dict(constraint='false', tailport='s')
+
+
+def _rows(dot, scene, wrapped, hangs, straight):
+    """Each row on one rank, left to right, a constant just right of the op it
+    hangs beside (between them, the chain's arrow would loop round it); rows
+    stacked and aligned on the left by invisible edges between their first
+    nodes, a rank apart where `straight` (a chain: see _WRAP)."""
     first = {}
     for row in sorted(set(wrapped.values())):
         with dot.subgraph() as same:
@@ -881,9 +967,14 @@ def _rows(dot, scene, wrapped):
             for item in scene.items:
                 if wrapped[item.id] == row:
                     same.node(f'n{item.id}')
-                    first.setdefault(row, item.id)
+                    if item.id not in hangs:
+                        first.setdefault(row, item.id)
+            for const, op in hangs.items():
+                if wrapped[const] == row:
+                    same.edge(f'n{op}', f'n{const}', style='invis')
     for row in sorted(first)[1:]:
-        dot.edge(f'n{first[row - 1]}', f'n{first[row]}', style='invis', weight='10')
+        dot.edge(f'n{first[row - 1]}', f'n{first[row]}', style='invis', weight='10',
+                 **(dict(minlen='2') if straight else {}))
 
 
 def _calls_in_order(dot, scene):

@@ -85,3 +85,56 @@ def enclosed(text):
         if depth == 0 and k < len(text) - 1:
             return False
     return text.startswith('(') and depth == 0
+
+
+_OPEN, _CLOSE = '([', ')]'
+
+
+def _top_terms(text):
+    """The text cut before each ' + ' and ' - ' outside brackets, or None
+    where brackets do not balance (an already elided text)."""
+    terms, start, depth = [], 0, 0
+    for k, char in enumerate(text):
+        depth += (char in _OPEN) - (char in _CLOSE)
+        if depth < 0:
+            return None
+        if depth == 0 and k > start and text.startswith((' + ', ' - '), k):
+            terms.append(text[start:k])
+            start = k
+    return terms + [text[start:]] if depth == 0 else None
+
+
+def _token_cut(text, k, forward):
+    """k moved to the nearest place, towards the text's middle, that is no
+    part of a name, a number or an index (h[1], 2.5), if one is near."""
+    def inside(j):
+        depth = sum((c == '[') - (c == ']') for c in text[:j])
+        return depth > 0 or 0 < j < len(text) and (text[j - 1].isalnum() or text[j - 1] in '_.') \
+            and (text[j].isalnum() or text[j] in '_.[')
+    j = k
+    while 0 < j < len(text) and inside(j):
+        j += 1 if forward else -1
+    return j if abs(j - k) <= 8 else k   # a name too long to keep whole is cut
+
+
+def shortened(text, limit):
+    """Text of at most `limit` characters or so: whole terms from each end and
+    '…' for those between (a*b + … + e), else cut where no name, number or
+    index is split; never a stray bracket of half a term (V[0,1]…] + c)."""
+    if len(text) <= limit:
+        return text
+    terms = _top_terms(text) or []
+    head, tail, rest = terms[:1], terms[-1:], terms[1:-1]
+    while rest:   # a term from the end, then one from the start, while they fit
+        k = -1 if len(tail) <= len(head) else 0
+        if len(''.join(head + tail + [rest[k]])) + 4 > limit:
+            break
+        tail.insert(0, rest.pop()) if k else head.append(rest.pop(0))
+    if rest and len(''.join(head + tail)) + 4 <= limit:
+        return ''.join(head) + ' + …' + ''.join(tail)
+    if len(terms) > 1 and len(terms[0]) + 4 <= limit:   # the first term, and what follows it
+        return terms[0] + terms[1][:3] + '…'
+    half = limit // 2
+    a = _token_cut(text, half, False)
+    b = _token_cut(text, len(text) - (limit - half - 1), True)
+    return text[:a] + '…' + text[b:]
