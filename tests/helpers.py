@@ -264,7 +264,7 @@ def structure(graph):
 def scalar_samples(folder, loops=True):
     """The samples in `folder` that are programs of numbers, sorted: what
     render, diff and the pictures take (array programs are refused there);
-    without `loops`, those with no loop too (diff does not take one yet)."""
+    without `loops`, those with no loop too."""
     from pathlib import Path
 
     from autodiff_cli.language.lower import lower

@@ -332,3 +332,24 @@ def test_a_size_is_no_variable_nor_a_constant(run_cli, source, message, column):
     code, out, err = run_cli('eval', source, 'x=[1, 2]')
     assert (code, out) == (2, '')
     assert err.splitlines()[0] == f'adgrad: error: {message} (column {column})'
+
+
+def test_a_large_gradient_is_written_as_json_a_part_at_a_time_with_the_same_bytes():
+    # json_parts streams an array past STREAMED entries row by row: the
+    # bytes json.dumps writes of json_number's nested lists, inf and nan too.
+    import json
+
+    from autodiff_cli.cli.output import Result, json_parts
+    from autodiff_cli.table.formats import STREAMED, json_number
+    rng = np.random.default_rng(3)
+    cube = rng.standard_normal((3, 70, 90))
+    cube[1, 5, 7], cube[2, 0, 0], cube[0, 0, 1] = np.inf, np.nan, -0.0
+    gradients = {'W': cube, 'b': rng.standard_normal(STREAMED + 5) * 1e300, 'c': 2.0,
+                 'e': np.zeros((0, 3)), 'm': np.full((130, 130), -np.inf)}
+    result = Result(rng.standard_normal((200, 100)), {}, gradients)
+    parts = list(json_parts(result, ', "memory": {}'))
+    want = json.dumps({'value': json_number(result.value),
+                       'gradient': {k: json_number(v) for k, v in gradients.items()}},
+                      allow_nan=False, ensure_ascii=False)
+    assert ''.join(parts) == want[:-1] + ', "memory": {}}\n'
+    assert len(parts) > 10 and max(map(len, parts)) < 2 ** 17   # never the whole text at once

@@ -32,8 +32,7 @@ from autodiff_cli.derive.record import differentiate
 from tests.helpers import CASES, numpy_function, scalar_samples
 from tests.randexpr import cases, show
 
-SAMPLES = [str(p) for p in scalar_samples(os.path.join(os.path.dirname(__file__), '..', 'samples'),
-                                               loops=False)]
+SAMPLES = [str(p) for p in scalar_samples(os.path.join(os.path.dirname(__file__), '..', 'samples'))]
 
 # Beyond one row per primitive: the language's forms that lower to several
 # nodes (n-ary min and max, log to a base), conditionals and the logic.

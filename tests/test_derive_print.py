@@ -13,8 +13,7 @@ from autodiff_cli.derive.record import differentiate, nth_derivative
 from tests.helpers import numpy_function, scalar_samples
 from tests.randexpr import cases, show
 
-SAMPLES = [str(p) for p in scalar_samples(os.path.join(os.path.dirname(__file__), '..', 'samples'),
-                                               loops=False)]
+SAMPLES = [str(p) for p in scalar_samples(os.path.join(os.path.dirname(__file__), '..', 'samples'))]
 
 
 def _readable(text):

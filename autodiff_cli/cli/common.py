@@ -90,7 +90,7 @@ def load_program(args, env):
 
 
 # The commands that run a program with loops (core/loops.py), so far.
-_LOOPING = ('eval', 'grad', 'render')
+_LOOPING = ('eval', 'grad', 'render', 'diff')
 
 
 def refuse_loops(graph, args):
@@ -101,8 +101,8 @@ def refuse_loops(graph, args):
     if not graph.loops or command in _LOOPING and not forward_mode:
         return
     what = f'adgrad {command}' + (' --mode forward' if forward_mode else '')
-    raise UsageError(f'{what} does not take loops yet: eval and grad do, and render draws '
-                     'them')
+    raise UsageError(f'{what} does not take loops yet: eval, grad and diff do, and render '
+                     'draws them')
 
 
 def refuse_arrays(graph, bindings, what):

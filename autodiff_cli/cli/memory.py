@@ -96,11 +96,11 @@ def run_point(args, graph, inputs, names, env, data=()):
     if fmt is Format.JSON:
         import json
 
-        from .output import json_text
-        text = json_text(result, env)
-        if args.memory:   # spliced in, not parsed and written again: the text can be large
-            text = text.rstrip()[:-1] + ', "memory": ' + json.dumps(as_json(memory)) + '}\n'
-        env.stdout.write(text)
+        from .output import json_parts
+        # spliced in, not parsed and written again: the text can be large
+        tail = ', "memory": ' + json.dumps(as_json(memory)) if args.memory else ''
+        for part in json_parts(result, tail):
+            env.stdout.write(part)
         return Exit.OK
     if fmt not in (Format.PLAIN, Format.TABLE):
         raise UsageError(f'--memory and --checkpoint write plain, table or json, not {fmt.value}')

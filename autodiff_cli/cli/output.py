@@ -8,12 +8,13 @@ empty. Numbers print in shortest round-trip form: float(text) == value.
 User text reaches rich only as Text, never as markup.
 """
 
+from functools import partial
 from math import copysign
 from operator import itemgetter
 
 from ..core.numbers import number
 from ..errors import UsageError
-from ..table.formats import Format, json_number
+from ..table.formats import STREAMED, Format, json_array_parts, json_number
 
 # ---- results ----
 
@@ -185,18 +186,37 @@ class _Numbers(dict):
 
 
 def json_text(result, env):
+    return ''.join(json_parts(result))
+
+
+def json_parts(result, tail=''):
+    """json_text in parts, `tail` (', "key": value') spliced in before its
+    end: a large array (a gradient of millions of numbers) is written a part
+    at a time (json_array_parts), never held as lists or as one text."""
     import json
-    out = {'value': json_number(result.value)}
+    dumps = partial(json.dumps, allow_nan=False, ensure_ascii=False)
+    yield '{"value": '
+    yield from _json_value(result.value, dumps)
     if result.gradients is not None:
-        out['gradient'] = {k: json_number(v) for k, v in result.gradients.items()}
+        yield ', "gradient": {'
+        for k, (name, g) in enumerate(result.gradients.items()):
+            yield (', ' if k else '') + dumps(name) + ': '
+            yield from _json_value(g, dumps)
+        yield '}'
     if result.nodes is not None:
-        out['nodes'] = [{'id': r.id, 'op': r.op, 'name': r.name, 'args': r.args,
-                         'expr': r.expr, 'block': r.block, 'value': json_number(r.value),
-                         'grad': None if r.grad is None else json_number(r.grad)}
-                        for r in result.nodes]
+        yield ', "nodes": ' + dumps([
+            {'id': r.id, 'op': r.op, 'name': r.name, 'args': r.args, 'expr': r.expr,
+             'block': r.block, 'value': json_number(r.value),
+             'grad': None if r.grad is None else json_number(r.grad)} for r in result.nodes])
     if result.diagnosis is not None:
-        out['diagnosis'] = result.diagnosis
-    return json.dumps(out, allow_nan=False, ensure_ascii=False) + '\n'
+        yield ', "diagnosis": ' + dumps(result.diagnosis)
+    yield tail + '}\n'
+
+
+def _json_value(x, dumps):
+    if getattr(x, 'size', 0) >= STREAMED and x.ndim:
+        return json_array_parts(x)
+    return (dumps(json_number(x)),)
 
 
 _NODE_COLUMNS = ('id', 'op', 'name', 'block', 'expr', 'value', 'grad')
@@ -287,7 +307,7 @@ def node_table(result, env, d):
 WRITERS = {
     Format.TABLE: table_text,
     Format.PLAIN: plain,
-    Format.JSON: json_text,
+    Format.JSON: lambda result, env: json_parts(result),
     Format.JSONL: json_lines,
     Format.CSV: lambda result, env: delimited(result, env, Format.CSV),
     Format.TSV: lambda result, env: delimited(result, env, Format.TSV),

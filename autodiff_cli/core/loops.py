@@ -229,7 +229,8 @@ def vjp(loop, run_, cotangents, algebra, sweep, live=None, wanted=None):
             meet = _live_rows(body, values, grads, algebra, rows)
         else:
             meet = meeting(body, values, grads, body_algebra) if meeting is not None else None
-        sweep(body, values, grads, body_algebra, meet, top)
+        # (an iteration's gradients but its slots' are read no more once passed on)
+        sweep(body, values, grads, body_algebra, meet, top, free=True)
         for j, (kind, sid) in enumerate(slots):
             g = grads[sid]
             r = meet.live[sid] if track_here else (g is not None)

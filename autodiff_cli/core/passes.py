@@ -121,11 +121,12 @@ def backward(graph, values, output=None, algebra=NUMBERS, seed=1.0, hooks=None):
     return [0.0 if g is None else g for g in grads]
 
 
-def sweep(graph, values, grads, algebra, meet, top, hooks=None):
+def sweep(graph, values, grads, algebra, meet, top, hooks=None, free=False):
     """backward()'s loop, from node `top` down to the tape's first, over
     `grads` as seeded. `hooks` {tape position: f(position)} runs f before
     that node (checkpoint.py's segments run again there); a loop node's
-    gradients go through its body (loops.vjp)."""
+    gradients go through its body (loops.vjp). `free`: a node's gradient
+    goes once passed on (but inputs' and parts', which are read after)."""
     nodes = graph.nodes
     due = getattr(meet, 'due', None)
     if graph.loops:
@@ -160,6 +161,8 @@ def sweep(graph, values, grads, algebra, meet, top, hooks=None):
             for a, da in zip(args, pullback(graph, i, g, values, algebra)):
                 if da is not None:
                     grads[a] = da if grads[a] is None else add(grads[a], da)
+        if free and nodes[i].op != 'part':
+            grads[i] = None
 
 
 def _through_loop(graph, values, grads, algebra, meet, before=None):

@@ -38,27 +38,32 @@ def tangents(graph, values, seed, algebra=NUMBERS):
     result = [None] * len(nodes)
     for name, t in ({seed: 1.0} if isinstance(seed, str) else seed).items():
         result[graph.inputs[name]] = t
-    add = algebra.add
     settle = getattr(algebra, 'settle', None)   # arrays: a tangent in its node's shape
     for i, node in enumerate(nodes):
         if not node.args:
             continue
-        jvp = _JVPS.get(node.op)
-        if jvp is not None:
-            given = [result[a] for a in node.args]
-            if any(t is not None for t in given):
-                result[i] = jvp(algebra, given, values[i], *[values[a] for a in node.args])
-            continue
-        total = None
-        for j, a in enumerate(node.args):
-            t = result[a]
-            if t is None:
-                continue
-            contribution = pullback(graph, i, t, values, algebra)[j]
-            if contribution is not None:
-                total = contribution if total is None else add(total, contribution)
-        result[i] = total if settle is None or total is None else settle(total, values[i])
+        given = [result[a] for a in node.args]
+        if any(t is not None for t in given):
+            total = node_tangent(graph, i, given, values, algebra)
+            result[i] = total if settle is None or total is None else settle(total, values[i])
     return result
+
+
+def node_tangent(graph, i, given, values, algebra=NUMBERS):
+    """∂node i from its arguments' tangents `given` (None: none): its row's
+    JVP where it has one, else the VJP rule by linearity."""
+    node = graph.nodes[i]
+    jvp = _JVPS.get(node.op)
+    if jvp is not None:
+        return jvp(algebra, given, values[i], *[values[a] for a in node.args])
+    total = None
+    for j, t in enumerate(given):
+        if t is None:
+            continue
+        contribution = pullback(graph, i, t, values, algebra)[j]
+        if contribution is not None:
+            total = contribution if total is None else algebra.add(total, contribution)
+    return total
 
 
 def gradient(graph, values, names, algebra=NUMBERS):

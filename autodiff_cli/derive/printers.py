@@ -20,9 +20,10 @@ import keyword
 import re
 from typing import NamedTuple
 
+from ..core.loops import CARRY, FREE
 from ..core.primitives import ARITHMETIC, ATOM, COMPARISON, LOGICAL, PRIMITIVES, names_of
 from ..errors import AdgradError
-from .record import Ref
+from .record import Ref, reachable
 
 INLINE = 80          # characters: a longer subexpression is bound to a name
 _SLOT = re.compile(r'\$(\d)')
@@ -298,29 +299,42 @@ class Names:
 # ---- the walk: which node gets a name, and each node's text ----
 
 class Printed(NamedTuple):
-    bindings: list        # (name, text) in order of definition
+    bindings: list        # (name, text) in order of definition, or a LoopLines
     results: list         # (label, name in the text, text) per result
     variables: dict       # variable name -> its name in the text
 
 
+class Assign(NamedTuple):
+    """A name given a new value: one a loop carries, or binds for after it."""
+    name: str
+    text: str
+
+
+class LoopLines(NamedTuple):
+    """A loop as statements: `for index in first..stop`, the names it
+    carries with their starting texts (bound just before it), the names its
+    body binds for after it, and its body, ending with the carried names'
+    new values (Assign)."""
+    index: str
+    first: int
+    stop: int
+    carried: list
+    declared: list
+    body: list
+
+
 def lay_out(derivative, table, number, variable=lambda n: n, reserved=lambda n: False,
-            labels=None, fresh='t', display=lambda name: name, spell=None):
+            labels=None, fresh='t', display=lambda name: name, spell=None, mutable=None):
     """Text for each result of a Derivative: shared and long subexpressions
-    bound to names, the rest inlined. One loop over the tape, no recursion.
-    `spell(i, node, arguments)`, if given, writes a node the table cannot
-    (an array op's static arguments): (text, precedence), or None."""
+    bound to names, the rest inlined. One loop over the tape, no recursion
+    but once per nested loop (LoopLines). `spell(i, node, arguments)`, if
+    given, writes a node the table cannot (an array op's static arguments):
+    (text, precedence), or None. `mutable`: the variables a loop may carry
+    under their own name (None: all)."""
     tape = derivative.tape
     nodes = tape.nodes
     order = derivative.reachable()
-    uses, body = {}, {}       # body: a declared derivative's node -> its value's node
-    for i in order:
-        node = nodes[i]
-        if node.op == 'custom':
-            body[i] = body.get(node.args[0], node.args[0])
-            continue
-        for a in node.args:
-            a = body.get(a, a)
-            uses[a] = uses.get(a, 0) + 1
+    uses = _uses(nodes, order)
     names = Names(reserved)
     variables = {}
     for name in tape.inputs:
@@ -328,49 +342,16 @@ def lay_out(derivative, table, number, variable=lambda n: n, reserved=lambda n: 
     labels = labels or [label for label, _ in derivative.results]
     result_of = {}
     for (label, ref), wanted in zip(derivative.results, labels):
-        if isinstance(ref, Ref) and nodes[ref].op not in ('input', 'const') and ref not in result_of:
+        if isinstance(ref, Ref) and nodes[ref].op not in ('input', 'const', 'part') \
+                and ref not in result_of:
             result_of[ref] = wanted
     texts, bindings = [None] * len(nodes), []
+    for name, ref in tape.inputs.items():
+        texts[ref] = (variables[name], ATOM)
     program_names = {ref: n for ref, n in tape.names.items() if ref in uses or ref in result_of}
-    for i in order:
-        node = nodes[i]
-        op, args = node.op, node.args
-        if op == 'input':
-            texts[i] = (variables[node.name], ATOM)
-            continue
-        special = spell(i, node, [texts[a] for a in args]) if spell is not None else None
-        if op == 'const' or op == 'static':
-            texts[i] = special or number(node.value)
-            continue
-        if op == 'custom':                 # a declared derivative's value is its body's
-            texts[i] = texts[args[0]]
-            continue
-        if special is not None:
-            op = None
-        elif op == 'mul' and nodes[args[0]].op in _COMPARISONS and nodes[args[1]].op in _COMPARISONS:
-            op = 'and'                      # (a == 0)*(b >= 0) reads as a == 0 and b >= 0
-        arguments = [texts[a] for a in args]
-        if op in _MIRRORED and op in table and nodes[args[0]].op == 'const' \
-                and nodes[args[1]].op != 'const' and _MIRRORED[op] in table:
-            op, arguments = _MIRRORED[op], arguments[::-1]     # 0 >= x as x <= 0
-        if special is not None:
-            text, precedence = special
-        elif op == 'neg' and arguments[0][1] == 2 and not arguments[0][0].startswith('-'):
-            text, precedence = '-' + arguments[0][0], 2     # -(a*b) as -a*b: the same number
-        else:
-            template = table[op]
-            text, precedence = _fill(template, arguments), template.precedence
-        used = uses.get(i, 0)
-        if used == 0 and i in result_of:
-            texts[i] = (text, precedence)             # printed last, under its label
-        elif (used >= 2 and not (special is not None and text.isidentifier())
-              or len(text) > INLINE or i in result_of):    # a size, n, is never bound
-            wanted = result_of.get(i) or program_names.get(i)
-            name = names.claim(wanted) if wanted else names.fresh(fresh)
-            bindings.append((display(name), text))
-            texts[i] = (display(name), ATOM)
-        else:
-            texts[i] = (text, precedence)
+    walk = _Walk(table, number, names, spell, display, fresh, mutable,
+                 {ref for _, ref in derivative.results if isinstance(ref, Ref)})
+    walk.run(nodes, order, uses, texts, bindings, result_of, program_names)
     results = []
     for (label, ref), wanted in zip(derivative.results, labels):
         text = texts[ref][0] if isinstance(ref, Ref) else number(ref)[0]
@@ -381,6 +362,199 @@ def lay_out(derivative, table, number, variable=lambda n: n, reserved=lambda n: 
     return Printed(bindings, results, variables)
 
 
+def _uses(nodes, order):
+    """How many arguments of the nodes `order` read each node (a declared
+    derivative's node read as its body's value)."""
+    uses, body = {}, {}
+    for i in order:
+        node = nodes[i]
+        if node.op == 'custom':
+            body[i] = body.get(node.args[0], node.args[0])
+            continue
+        for a in node.args:
+            a = body.get(a, a)
+            uses[a] = uses.get(a, 0) + 1
+    return uses
+
+
+class _Walk:
+    """lay_out's walk over a tape, and over each loop's body in turn."""
+
+    def __init__(self, table, number, names, spell, display, fresh, mutable, results):
+        self.table, self.number, self.names, self.spell = table, number, names, spell
+        self.display, self.fresh, self.mutable, self.results = display, fresh, mutable, results
+
+    def run(self, nodes, order, uses, texts, bindings, result_of, program_names, body=False):
+        """Each node's (text, precedence) into texts; the names bound, in
+        order, onto bindings. In a loop's body (`body`) every result is bound,
+        as an Assign. The ids bound to a name."""
+        bound = set()
+        for i in order:
+            node = nodes[i]
+            op, args = node.op, node.args
+            if op == 'input' or op == 'part':   # (a part's text is its loop's)
+                continue
+            if op == 'loop':
+                self.loop(nodes, i, texts, uses, set(order), bindings, not body)
+                continue
+            special = self.spell(i, node, [texts[a] for a in args]) if self.spell else None
+            if op == 'const' or op == 'static':
+                texts[i] = special or self.number(node.value)
+                continue
+            if op == 'custom':                 # a declared derivative's value is its body's
+                texts[i] = texts[args[0]]
+                continue
+            text, precedence = _written(nodes, node, [texts[a] for a in args], self.table,
+                                        special)
+            used = uses.get(i, 0)
+            if used == 0 and i in result_of and not body:
+                texts[i] = (text, precedence)             # printed last, under its label
+            elif (used >= 2 and not (special is not None and text.isidentifier())
+                  or len(text) > INLINE or i in result_of):    # a size, n, is never bound
+                wanted = result_of.get(i) or program_names.get(i)
+                name = self.display(self.names.claim(wanted) if wanted else
+                                    self.names.fresh(self.fresh))
+                bindings.append(Assign(name, text) if body and i in result_of else (name, text))
+                texts[i] = (name, ATOM)
+                bound.add(i)
+            else:
+                texts[i] = (text, precedence)
+        return bound
+
+    def loop(self, nodes, i, texts, uses, reached, bindings, top):
+        """Loop node i as a LoopLines onto bindings (after the names its body
+        reads, bound before it), and its parts' texts: the names it leaves."""
+        loop, args = nodes[i].value, nodes[i].args
+        body = loop.body.nodes
+        parts = range(i + 1, i + 1 + len(loop.outputs))
+        needed = [k for k, p in enumerate(parts) if p in reached]
+        slot_of = {}                  # a carried value's next value -> its slot
+        for s, out in enumerate(loop.carry):
+            if out is not None:
+                slot_of.setdefault(out, s)
+        live = {slot_of[loop.outputs[k]] for k in needed if loop.outputs[k] in slot_of}
+        leaving = [loop.outputs[k] for k in needed if loop.outputs[k] not in slot_of]
+        while True:   # a carried value is needed where a needed one reads it
+            order = reachable(body, leaving + [loop.carry[s] for s in live])
+            seen = set(order)
+            more = {s for s, (kind, sid) in enumerate(loop.slots)
+                    if kind == CARRY and sid in seen} - live
+            if not more:
+                break
+            live |= more
+        claim, display = self.names.claim, self.display
+        inner = [None] * len(body)
+        index = display(claim(_hint(body[loop.index].name)) if loop.index is not None
+                        else self.names.fresh('i'))
+        if loop.index is not None:
+            inner[loop.index] = (index, ATOM)
+        carried, names = [], {}
+        for s, (kind, sid) in enumerate(loop.slots):
+            a, text = args[s], texts[args[s]]
+            if kind == CARRY and s in live:
+                if self._reusable(nodes[a], a, uses, text, top):
+                    names[s] = text[0]
+                else:
+                    names[s] = display(claim(_hint(body[sid].name)))
+                    carried.append((names[s], text[0]))
+                inner[sid] = (names[s], ATOM)
+            elif kind == FREE and sid in seen:
+                if nodes[a].op == 'const' or text[1] == ATOM and text[0].isidentifier():
+                    inner[sid] = text
+                else:   # computed once, before the loop
+                    name = display(claim(_hint(body[sid].name)))
+                    bindings.append((name, text[0]))
+                    inner[sid] = (name, ATOM)
+        statements, result_of = [], {}
+        for k in needed:
+            o = loop.outputs[k]
+            if o not in slot_of and body[o].op not in ('input', 'const', 'part'):
+                result_of.setdefault(o, _hint(loop.names[k]))
+        program = {j: _hint(body[j].name) for j in order if body[j].name and body[j].args}
+        bound = self.run(body, order, _uses(body, order), inner, statements, result_of, program,
+                         body=True)
+        declared = [inner[o][0] for o in result_of]
+        for k, p in zip(needed, [parts[k] for k in needed]):
+            o = loop.outputs[k]
+            if o in slot_of:
+                texts[p] = (names[slot_of[o]], ATOM)
+            elif o in result_of or body[o].op in ('const', 'part'):
+                texts[p] = inner[o]
+            else:      # a value the body reads, as it is in the last iteration
+                name = display(claim(_hint(loop.names[k])))
+                statements.append(Assign(name, inner[o][0]))
+                declared.append(name)
+                texts[p] = (name, ATOM)
+        statements += self._updates(body, order, bound, loop, live, names, inner)
+        if not any(isinstance(s, Assign) or isinstance(s, LoopLines) for s in statements):
+            bindings.extend(carried)     # nothing changes: the values it starts from
+            return
+        bindings.append(LoopLines(index, loop.first, loop.first + loop.count, carried, declared,
+                                  statements))
+
+    def _reusable(self, node, a, uses, text, top):
+        """Whether a carried value may take the name of the value it starts
+        from: a variable or a loop's name that nothing else reads."""
+        if uses.get(a, 0) != 1 or a in self.results or not text[0].isidentifier():
+            return False
+        if node.op == 'part':
+            return True
+        return top and node.op == 'input' and (self.mutable is None or node.name in self.mutable)
+
+    def _updates(self, body, order, bound, loop, live, names, inner):
+        """The carried names' new values, each written before any name its
+        text reads is given its own (a cycle of them goes through a name)."""
+        reads = {}
+        slot_ids = {loop.slots[s][1]: s for s in live}
+        for j in order:
+            node = body[j]
+            if j in bound or node.op in ('loop', 'part', 'const', 'static'):
+                reads[j] = frozenset()
+            elif node.op == 'input':
+                reads[j] = frozenset([slot_ids[j]]) if j in slot_ids else frozenset()
+            elif node.op == 'custom':
+                reads[j] = reads[node.args[0]]
+            else:
+                reads[j] = frozenset().union(*[reads[a] for a in node.args])
+        text = {s: inner[loop.carry[s]][0] for s in live}
+        read = {s: reads[loop.carry[s]] - {s} for s in live}
+        pending, statements = sorted(live), []
+        while pending:
+            ready = [s for s in pending if not any(s in read[p] for p in pending if p != s)]
+            if not ready:
+                s = next(s for s in pending if read[s] & set(pending))
+                name = self.display(self.names.fresh(self.fresh))
+                statements.append((name, text[s]))
+                text[s], read[s] = name, frozenset()
+                continue
+            s = ready[0]
+            pending.remove(s)
+            if text[s] != names[s]:
+                statements.append(Assign(names[s], text[s]))
+        return statements
+
+
+def _hint(name):
+    """A program's name as a wish for a printed one: its version and marks off."""
+    return name.split('#')[0].rstrip("'") or 'v'
+
+
+def _written(nodes, node, arguments, table, special):
+    """(text, precedence) of a node whose arguments read `arguments`."""
+    op, args = node.op, node.args
+    if special is not None:
+        return special
+    if op == 'mul' and nodes[args[0]].op in _COMPARISONS and nodes[args[1]].op in _COMPARISONS:
+        op = 'and'                      # (a == 0)*(b >= 0) reads as a == 0 and b >= 0
+    if op in _MIRRORED and op in table and nodes[args[0]].op == 'const' \
+            and nodes[args[1]].op != 'const' and _MIRRORED[op] in table:
+        op, arguments = _MIRRORED[op], arguments[::-1]     # 0 >= x as x <= 0
+    if op == 'neg' and arguments[0][1] == 2 and not arguments[0][0].startswith('-'):
+        return '-' + arguments[0][0], 2     # -(a*b) as -a*b: the same number
+    template = table[op]
+    return _fill(template, arguments), template.precedence
+
+
 # ---- the languages ----
 
 def adgrad_text(derivative, order=1, defaults=None):
@@ -389,14 +563,59 @@ def adgrad_text(derivative, order=1, defaults=None):
     declared again, so that the derivative evaluates where the program did."""
     _check_printable(derivative, ADGRAD, 'adgrad')
     labels = [_label(label, order) for label, _ in derivative.results]
-    printed = lay_out(derivative, ADGRAD, adgrad_number, labels=labels)
+    printed = lay_out(derivative, ADGRAD, adgrad_number, labels=labels,
+                      mutable=set(defaults or ()))
     lines = ['input ' + ', '.join(f'{name} = {adgrad_number(value)[0]}'
                                   for name, value in defaults.items())] if defaults else []
-    lines += [f'{name} = {text}' for name, text in printed.bindings]
+    lines += statements(printed.bindings, ADGRAD_LOOPS)
     for label, name, text in printed.results:
         if name is not None:
             lines.append(f'{name} = {text}')
     return '\n'.join(lines) + '\n'
+
+
+class LoopForms(NamedTuple):
+    """How a language writes statements: a binding, an assignment, a name a
+    loop changes (with its start), one it binds for after it, a loop's head
+    (index, first, stop) and end, and its indent."""
+    binding: str
+    assign: str
+    carried: str
+    declared: str
+    head: str
+    end: str
+    indent: str = '    '
+
+
+ADGRAD_LOOPS = LoopForms('{0} = {1}', '{0} = {1}', '{0} = {1}', '', 'for {0} in {1}..{2} {{', '}}')
+PYTHON_LOOPS = LoopForms('{0} = {1}', '{0} = {1}', '{0} = {1}', '',
+                         'for {0} in map(float, range({1}, {2})):', '')
+C_LOOPS = LoopForms('const double {0} = {1};', '{0} = {1};', 'double {0} = {1};', 'double {0};',
+                    'for (double {0} = {1}; {0} < {2}; {0}++) {{', '}}')
+
+
+def statements(bindings, forms, indent=''):
+    """Lines of lay_out's bindings in a language's `forms`; a loop's body
+    one indent in (nested loops: a stack, not recursion)."""
+    lines, stack = [], [(iter(bindings), indent)]
+    while stack:
+        entries, at = stack[-1]
+        entry = next(entries, None)
+        if entry is None:
+            stack.pop()
+            if stack and forms.end:
+                lines.append(stack[-1][1] + forms.end.format())
+            continue
+        if isinstance(entry, LoopLines):
+            lines += [at + forms.carried.format(n, t) for n, t in entry.carried]
+            if forms.declared:
+                lines += [at + forms.declared.format(n) for n in entry.declared]
+            lines.append(at + forms.head.format(entry.index, entry.first, entry.stop))
+            stack.append((iter(entry.body), at + forms.indent))
+        else:
+            form = forms.assign if isinstance(entry, Assign) else forms.binding
+            lines.append(at + form.format(*entry))
+    return lines
 
 
 def _label(variable, order):
@@ -439,9 +658,7 @@ def numpy_text(derivative):
     parameters = ', '.join(printed.variables.values())
     used = _helpers_used(derivative, helpers)
     lines = ['import numpy as np', '']
-    if any(table[n.op].text.startswith('_arrays.') for n in map(derivative.tape.nodes.__getitem__,
-                                                              derivative.reachable())
-           if n.op in table):
+    if any(table[op].text.startswith('_arrays.') for op in _ops(derivative) if op in table):
         lines[1:1] = ['', "from autodiff_cli.core import arrays as _arrays  # forms NumPy lacks"]
     for op in used:
         lines += [helpers[op], '']
@@ -451,7 +668,7 @@ def numpy_text(derivative):
     for original, name in printed.variables.items():
         lines.append(f'    {name} = np.asarray({name}, dtype=np.float64)')
     lines.append("    with np.errstate(all='ignore'):")
-    lines += [f'        {name} = {text}' for name, text in printed.bindings]
+    lines += statements(printed.bindings, PYTHON_LOOPS, '        ')
     outputs = []
     for label, name, text in printed.results:
         if name is not None:
@@ -485,7 +702,7 @@ def c_text(derivative, function='f'):
                       for i, (label, _) in enumerate(derivative.results[1:]))
     lines += [f'/* The value, and {what}: {order or "none"}. */',
               f'void {function}({parameters}double *value, double *{out})', '{']
-    lines += [f'    const double {name} = {text};' for name, text in printed.bindings]
+    lines += statements(printed.bindings, C_LOOPS, '    ')
     for i, (label, name, text) in enumerate(printed.results):
         target = '*value' if i == 0 else f'{out}[{i - 1}]'
         lines.append(f'    {target} = {text};')
@@ -505,12 +722,25 @@ def _ascii_derivative(by, order):
 
 
 def _check_printable(derivative, table, language):
-    nodes = derivative.tape.nodes
-    for i in derivative.reachable():
-        op = nodes[i].op
-        if op not in table and op not in ('input', 'const', 'custom'):
+    for op in _ops(derivative):
+        if op not in table and op not in ('input', 'const', 'custom', 'loop', 'part'):
             raise AdgradError(f"--lang {language} has no form for '{op}' yet; "
                               "--lang adgrad prints every function")
+
+
+def _ops(derivative):
+    """The ops of the nodes the results depend on, in loops' bodies too."""
+    ops, pending = set(), [(derivative.tape.nodes, derivative.reachable())]
+    while pending:
+        nodes, order = pending.pop()
+        for i in order:
+            node = nodes[i]
+            ops.add(node.op)
+            if node.op == 'loop':
+                loop = node.value
+                roots = [o for o in (*loop.outputs, *loop.carry) if o is not None]
+                pending.append((loop.body.nodes, reachable(loop.body.nodes, roots)))
+    return ops
 
 
 def _code_labels(derivative):
@@ -518,8 +748,7 @@ def _code_labels(derivative):
 
 
 def _helpers_used(derivative, helpers):
-    nodes = derivative.tape.nodes
-    ops = {nodes[i].op for i in derivative.reachable()}
+    ops = _ops(derivative)
     ops |= {_MIRRORED[op] for op in ops if op in _MIRRORED}   # 0 >= x prints as x <= 0
     if ops & set(_COMPARISONS):
         ops.add('and')                                         # a product of comparisons
@@ -544,6 +773,8 @@ def derivative_text(graph, names, order=1, lang='adgrad'):
     (one name for order > 1), printed in `lang`, one of LANGUAGES."""
     from .record import differentiate, nth_derivative, second_derivatives
     code = lang in ('numpy', 'c')
+    if graph.loops and lang == 'latex':
+        raise AdgradError('--lang latex does not print loops: --lang adgrad, numpy and c do')
     if order == 2 and len(names) > 1:
         derivative = second_derivatives(graph, names, with_value=code)
     elif order > 1:

@@ -51,6 +51,7 @@ class Tape:
         self.simplify = simplify
         self.replaying = False     # the program's own operands keep the order it wrote
         self.gates = 0             # `if` and `where` nodes recorded: none, no gate to look for
+        self.loops = []            # loop nodes (recurrence.py), as Graph.loops
 
     def branches(self, condition, g):
         """What the two branches of an `if` receive: g, gated by the
@@ -253,7 +254,8 @@ class Derivative:
         """The tape as a Graph whose output is the result at `index` (a
         constant result gets a node of its own)."""
         output = self.tape.ref(self.results[index][1])
-        return Graph(self.tape.nodes, output, dict(self.tape.inputs), {}, self.source)
+        return Graph(self.tape.nodes, output, dict(self.tape.inputs), {}, self.source, (), (),
+                     None, tuple(self.tape.loops))
 
     def reachable(self):
         """Ids of the nodes the results depend on, in tape order (found once:
@@ -263,18 +265,22 @@ class Derivative:
         return self._reachable
 
     def _walk(self):
-        nodes = self.tape.nodes
-        seen = bytearray(len(nodes))
-        stack = [r for _, r in self.results if isinstance(r, Ref)]
-        while stack:
-            i = stack.pop()
-            if not seen[i]:
-                seen[i] = 1
-                node = nodes[i]
-                # A declared derivative's node is its body's value: its
-                # partials and arguments are there for differentiating it.
-                stack.extend(node.args[:1] if node.op == 'custom' else node.args)
-        return [i for i in range(len(nodes)) if seen[i]]
+        return reachable(self.tape.nodes, [r for _, r in self.results if isinstance(r, Ref)])
+
+
+def reachable(nodes, roots):
+    """Ids of the nodes `roots` depend on, in tape order, without recursion."""
+    seen = bytearray(len(nodes))
+    stack = list(roots)
+    while stack:
+        i = stack.pop()
+        if not seen[i]:
+            seen[i] = 1
+            node = nodes[i]
+            # A declared derivative's node is its body's value: its
+            # partials and arguments are there for differentiating it.
+            stack.extend(node.args[:1] if node.op == 'custom' else node.args)
+    return [i for i in range(len(nodes)) if seen[i]]
 
 
 def differentiate(graph, wrt=None, with_value=False, simplify=True, exact=False):
@@ -282,6 +288,9 @@ def differentiate(graph, wrt=None, with_value=False, simplify=True, exact=False)
     as one recorded tape that the derivatives share."""
     wrt = list(graph.inputs) if wrt is None else list(wrt)
     tape = Tape(simplify, exact)
+    if graph.loops:   # forward mode, each loop kept a loop
+        from .recurrence import record_loops
+        return Derivative(tape, record_loops(graph, tape, wrt, with_value), graph.source)
     values = replay(graph, tape)
     grads = gradient(graph, tape, values)
     results = [('value', values[graph.output])] if with_value else []
@@ -294,6 +303,7 @@ def nth_derivative(graph, wrt, order, simplify=True, exact=False, with_value=Fal
     the recorded derivative graph differentiated again, order times, each
     time on the same tape so that sharing is kept. `exact` keeps only the
     identities that hold in IEEE arithmetic (for numbers, not for reading)."""
+    _first_order_of_loops(graph, order)
     tape = Tape(simplify, exact)
     primal = result = replay(graph, tape)[graph.output]
     walked = 0
@@ -322,6 +332,7 @@ def second_derivatives(graph, wrt, simplify=True, exact=False, with_value=False)
     """∂²output/∂a∂b for each pair a, b of `wrt`, b not before a: the
     gradient recorded once, then each of its entries differentiated on the
     same tape, so that what the entries share is recorded once."""
+    _first_order_of_loops(graph, 2)
     tape = Tape(simplify, exact)
     values = replay(graph, tape)
     grads = gradient(graph, tape, values)
@@ -345,3 +356,9 @@ def second_derivatives(graph, wrt, simplify=True, exact=False, with_value=False)
             results.append((label, seconds.get(b, 0.0)))
             pairs[label] = (a, b)
     return Derivative(tape, results, graph.source, 2, pairs)
+
+
+def _first_order_of_loops(graph, order):
+    if graph.loops and order > 1:
+        raise AdgradError(f'diff --order {order} does not take loops yet: --order 1 prints '
+                          'their recurrence')

@@ -73,3 +73,35 @@ def json_number(x):
         else:   # an array: nested lists
             return [json_number(v) for v in (x.tolist() if x.ndim == 1 else x)]
     return x if x - x == 0 else number(x)   # x - x is nan exactly for inf and nan
+
+
+STREAMED = 1 << 14    # entries: a larger array's JSON is written a part at a time
+
+
+def json_array_parts(x, part=1 << 16):
+    """The JSON of json_number(x), an array of STREAMED entries or more, in
+    parts of about `part` characters: row by row (a row in pieces), never all
+    its numbers as Python lists nor its whole text at once. The same bytes."""
+    import json
+    from math import prod
+    rows = x.reshape(-1, x.shape[-1])
+    groups = [prod(x.shape[j:-1]) for j in range(x.ndim - 1)]   # rows per bracket, outermost first
+    piece = max(1, part // 24)
+    out, held = [], 0
+    for r in range(len(rows)):
+        row = rows[r]
+        out.append((', ' if r else '') + '[' * sum(r % g == 0 for g in groups) + '[')
+        for start in range(0, len(row), piece):
+            numbers = row[start:start + piece].tolist()
+            if all(v - v == 0 for v in numbers):   # JSON writes a float as its repr
+                texts = map(repr, numbers)
+            else:   # inf and nan as json_number's strings
+                texts = [json.dumps(json_number(v)) for v in numbers]
+            text = (', ' if start else '') + ', '.join(texts)
+            out.append(text)
+            held += len(text)
+            if held >= part:
+                yield ''.join(out)
+                out, held = [], 0
+        out.append(']' + ']' * sum((r + 1) % g == 0 for g in groups))
+    yield ''.join(out)

@@ -1,0 +1,148 @@
+"""`diff` of programs with loops: the loop printed as one loop carrying the
+values and their tangents (derive/recurrence.py), read back by `eval -`,
+run as NumPy and compiled as C, equal to grad's numbers; its size does not
+grow with the iterations."""
+
+import math
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from autodiff_cli import backward, forward, lower
+from autodiff_cli.derive.record import differentiate
+from tests.helpers import numpy_function, run_main
+
+PROGRAMS = {
+    'sin chain': ('input x = 1\nfor i in 0..N {\n    x = sin(x) + 0.5*x\n}\nx',
+                  [{'x': 1.0}, {'x': -0.4}]),
+    'tanh layer': ('input x = 0.5\nlayer(a) = tanh(1.5*a + 0.1)\nfor i in 0..N {\n'
+                   '    x = layer(x)\n}\nz = x^2', [{'x': 0.5}, {'x': -1.2}]),
+    'read-only and index': ('input x = 0.7, w = 0.9\nc = w*w + 1\nfor k in 2..N {\n'
+                            '    h = w*x + k/c\n    x = log(1 + h^2) - x*w\n}\nz = x * h',
+                            [{'x': 0.7, 'w': 0.9}, {'x': -0.3, 'w': 0.2}]),
+    'if in the body': ('input x = 0.3, a = 1.1\ns = 0\nfor i in 0..N {\n    s += x * i\n'
+                       '    x = if(x > 0.5, sin(a*x), x + a/4)\n}\nz = s + x',
+                       [{'x': 0.3, 'a': 1.1}, {'x': 0.9, 'a': -0.6}]),
+    'swap': ('input a = 0.5, b = 2\nfor i in 0..N {\n    t = a\n    a = b*a/4 + 0.1\n'
+             '    b = t - sin(b)\n}\nz = a * b', [{'a': 0.5, 'b': 2.0}, {'a': -1.0, 'b': 0.3}]),
+    'a tangent that starts later': ('input a = 0.5\ns = 0\nfor i in 0..N {\n'
+                                    '    s = s*a + i\n}\ns/N', [{'a': 0.5}, {'a': -0.9}]),
+    'nested': ('input x = 0.3, a = 0.7\ns = 0\nfor i in 0..N {\n    y = x\n'
+               '    for j in 0..3 {\n        y = cos(y)*a + s/7\n    }\n    s = s + y*x/N\n'
+               '    x = tanh(x + y)\n}\nz = s*x', [{'x': 0.3, 'a': 0.7}, {'x': -0.8, 'a': 1.3}]),
+    'two loops and a value left behind': ('input x = 0.5, b = 2\nfor i in 0..N {\n'
+                                          '    last = x\n    x = x*b/2.2 + 0.1\n}\ny = x*last\n'
+                                          'for k in 0..3 {\n    y = sin(y) + b\n}\ny + x',
+                                          [{'x': 0.5, 'b': 2.0}, {'x': 1.5, 'b': -0.5}]),
+}
+
+
+def _program(name, n=10):
+    source, points = PROGRAMS[name]
+    return source.replace('N', str(n)), points
+
+
+def _grad(source, point):
+    graph = lower(source)
+    values = forward(graph, point)
+    grads = backward(graph, values)
+    return values[graph.output], {v: grads[i] for v, i in graph.inputs.items()}
+
+
+def _close(a, b):
+    return math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-300)
+
+
+@pytest.mark.parametrize('name', sorted(PROGRAMS))
+def test_diff_of_a_loop_read_back_by_eval_gives_grads_numbers(name):
+    source, points = _program(name)
+    for variable in points[0]:
+        diff = run_main(['diff', source, '--wrt', variable])
+        assert diff.code == 0, diff.err
+        assert diff.out.count('for ') == source.count('for ')    # a loop, not its copies
+        for point in points:
+            _, grads = _grad(source, point)
+            words = [f'{k}={v!r}' for k, v in point.items()]
+            back = run_main(['eval', '-', *words], stdin=diff.out.encode())
+            assert back.code == 0, (back.err, diff.out)
+            assert _close(float(back.out), grads[variable]), (point, variable, diff.out)
+
+
+@pytest.mark.parametrize('name', sorted(PROGRAMS))
+def test_the_recorded_derivative_evaluates_to_grads_numbers(name):
+    source, points = _program(name)
+    graph = lower(source)
+    derivative = differentiate(graph, with_value=True)
+    for point in points:
+        value, grads = _grad(source, point)
+        for k, (label, _) in enumerate(derivative.results):
+            recorded = derivative.graph(k)
+            got = forward(recorded, {v: point[v] for v in recorded.inputs})[recorded.output]
+            assert _close(got, value if label == 'value' else grads[label]), (label, point)
+
+
+@pytest.mark.parametrize('name', sorted(PROGRAMS))
+def test_the_printed_size_does_not_grow_with_the_iterations(name):
+    small, big = _program(name, 10), _program(name, 100_000)
+    printed = [run_main(['diff', source[0]]).out for source in (small, big)]
+    # the same lines, some numbers longer: N's digits, and 1/N's, where folded
+    assert printed[0].count('\n') == printed[1].count('\n') > 3
+    assert len(printed[0]) <= len(printed[1]) <= len(printed[0]) + 60
+
+
+def test_numpy_code_of_loops_agrees_with_grad_at_arrays_of_points():
+    for name in sorted(PROGRAMS):
+        source, points = _program(name)
+        f = numpy_function(run_main(['diff', source, '--lang', 'numpy']).out)
+        names = list(points[0])
+        value, gradient = f(*[np.array([p[n] for p in points]) for n in names])
+        for row, point in enumerate(points):
+            want_value, grads = _grad(source, point)
+            assert _close(value[row], want_value), name
+            for n in names:
+                assert _close(gradient[n][row], grads[n]), (name, n, point)
+
+
+def test_c_code_of_loops_compiles_and_agrees_with_grad(tmp_path):
+    cc = shutil.which('cc')
+    if cc is None:
+        pytest.skip('no C compiler')
+    for k, name in enumerate(sorted(PROGRAMS)):
+        source, points = _program(name)
+        code = run_main(['diff', source, '--lang', 'c']).out
+        names, order = sorted(points[0]), list(lower(source).inputs)   # grad's, parameters'
+        calls = [f'    f({", ".join(repr(p[n]) for n in order)}, &value, grad);'
+                 ' printf("%.17g", value);'
+                 f' for (int j = 0; j < {len(names)}; j++) printf(" %.17g", grad[j]);'
+                 ' printf("\\n");' for p in points]
+        path = tmp_path / f'f{k}.c'
+        path.write_text(code + '#include <stdio.h>\nint main(void)\n{\n    double value, grad[8];\n'
+                        + '\n'.join(calls) + '\n    return 0;\n}\n')
+        binary = tmp_path / f'f{k}'
+        built = subprocess.run([cc, '-std=c99', '-Wall', '-Wextra', '-Werror', '-O2', '-o',
+                                str(binary), str(path), '-lm'], capture_output=True, text=True)
+        assert built.returncode == 0, (built.stderr, code)
+        out = subprocess.run([str(binary)], check=True, capture_output=True, text=True).stdout
+        for point, line in zip(points, out.splitlines()):
+            numbers = [float(v) for v in line.split()]
+            value, grads = _grad(source, point)
+            assert _close(numbers[0], value), name
+            assert all(_close(got, grads[n]) for got, n in zip(numbers[1:], names)), (name, line)
+
+
+@pytest.mark.parametrize('words, message', [
+    (['--lang', 'latex'], '--lang latex does not print loops'),
+    (['--order', '2'], 'diff --order 2 does not take loops yet'),
+])
+def test_what_diff_does_not_print_of_a_loop_is_refused_in_one_line(words, message):
+    run = run_main(['diff', _program('sin chain')[0], *words])
+    assert run.code == 2 and run.err.startswith(f'adgrad: error: {message}')
+    assert run.err.count('\n') == 1
+
+
+def test_an_array_program_with_a_loop_is_refused_in_one_line():
+    run = run_main(['diff', 'input x[2] = [1, 2]\nfor i in 0..3 {\n    x = sin(x)\n}\nsum(x)'])
+    assert run.code == 2 and run.err.count('\n') == 1
+    assert run.err.startswith('adgrad: error: diff does not print array programs with loops')
