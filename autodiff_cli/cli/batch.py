@@ -71,8 +71,9 @@ def run_points(args, graph, bindings, names, env):
     if args.nodes:
         raise UsageError('--nodes shows one point; it does not go with --points')
     batch = options(args, args.format_given)
-    from .memory import policy_of, wanted
-    checkpoint = policy_of(args) if wanted(args) else None
+    from .common import memory_wanted
+    from .memory import policy_of
+    checkpoint = policy_of(args) if memory_wanted(args) else None
     if checkpoint is not None and (args.memory or checkpoint.kind == 'auto'):
         raise UsageError('--memory and --checkpoint auto report one point: leave out --points')
     if batch.engine == 'dask':

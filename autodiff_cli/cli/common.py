@@ -93,6 +93,12 @@ def load_program(args, env):
 _LOOPING = ('eval', 'grad', 'render', 'diff')
 
 
+def memory_wanted(args):
+    """Whether grad's options ask about memory (--memory, --checkpoint, --memory-limit)."""
+    return bool(getattr(args, 'memory', False) or getattr(args, 'checkpoint', None)
+                or getattr(args, 'memory_limit', None))
+
+
 def refuse_loops(graph, args):
     """A usage error where a command does not take loops yet: one line,
     before anything runs."""

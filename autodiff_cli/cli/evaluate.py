@@ -4,7 +4,7 @@ at one point or (with --points) at every row of a points file."""
 import argparse
 
 from ..errors import UsageError
-from .common import (Exit, input_values, load, numerical, report_nonfinite,
+from .common import (Exit, input_values, load, memory_wanted, numerical, report_nonfinite,
                      wrt_names)
 from .context import Command
 from .output import Format, Result, node_records, write
@@ -69,8 +69,15 @@ def add_arguments(parser, command):
         parser.add_argument('--explain', action='store_true',
                             help='then diagnose the gradients: where each shrinks or grows '
                                  'most, what blocks them, the first non-finite one')
-        from .memory import add_arguments as add_memory
-        add_memory(parser)
+        parser.add_argument('--memory', action='store_true',
+                            help='also report what the backward pass keeps: values, bytes, the '
+                                 'peak and what holds the most')
+        parser.add_argument('--checkpoint', metavar='POLICY', default=None,
+                            help='keep only checkpoints in forward and compute each segment '
+                                 'again in backward: sqrt, every:K or auto (with '
+                                 '--memory-limit); the same gradients, bit for bit')
+        parser.add_argument('--memory-limit', metavar='SIZE', default=None,
+                            help='for --checkpoint auto: the peak to stay within, such as 200MB')
     from .batch import add_options  # -o, --engine, --scheduler, for --points
     add_options(parser)
 
@@ -106,8 +113,8 @@ def run(args, env):
         run_points(args, graph, bindings, names, env)
         return Exit.OK
     inputs = input_values(graph, bindings, env.warn)
-    from . import memory
-    if memory.wanted(args):
+    if memory_wanted(args):
+        from . import memory
         if args.mode == 'forward' or args.tangent is not None:
             raise UsageError('--memory and --checkpoint are about the backward pass: '
                              'leave out --mode forward')

@@ -5,18 +5,6 @@ from ..errors import AdgradError, UsageError
 from .common import Exit, numerical
 
 
-def add_arguments(parser):
-    parser.add_argument('--memory', action='store_true',
-                        help='also report what the backward pass keeps: values, bytes, the '
-                             'peak and what holds the most')
-    parser.add_argument('--checkpoint', metavar='POLICY', default=None,
-                        help='keep only checkpoints in forward and compute each segment again '
-                             'in backward: sqrt, every:K or auto (with --memory-limit); '
-                             'the same gradients, bit for bit')
-    parser.add_argument('--memory-limit', metavar='SIZE', default=None,
-                        help='for --checkpoint auto: the peak to stay within, such as 200MB')
-
-
 def policy_of(args):
     """The checkpoint Policy that the options ask for (plain without them)."""
     from ..core import checkpoint
@@ -30,11 +18,6 @@ def policy_of(args):
         return checkpoint.policy(text, None if limit is None else checkpoint.parse_bytes(limit))
     except AdgradError as error:   # of an option: bad usage, not bad input
         raise UsageError(error.message) from None
-
-
-def wanted(args):
-    return bool(getattr(args, 'memory', False) or getattr(args, 'checkpoint', None)
-                or getattr(args, 'memory_limit', None))
 
 
 def run_point(args, graph, inputs, names, env, data=()):

@@ -64,6 +64,20 @@ Node = namedtuple('Node', 'op args name value span block', defaults=((), None, N
 # they belong to the whole graph.
 Branch = namedtuple('Branch', 'node condition then_start else_start end')
 
+# A loop node's value (core/loops.py runs it):
+# body: the Graph of one iteration, whose input nodes are the slots;
+# first, count: the index runs first, first + 1, ..., first + count - 1;
+# index: the body id of the index's input node, or None;
+# slots: per argument of the loop node, (kind, body id), kind 'carry' (the
+#   value before the loop, then the last iteration's), 'free' (the same every
+#   iteration) or 'scan' (slice first + t of a stacked array at iteration t);
+# carry: per argument, the body id the next iteration's slot takes, or None;
+# outputs: the body ids the loop's parts give after the last iteration;
+# names: the names the parts are bound to, in order.
+Loop = namedtuple('Loop', 'body first count index slots carry outputs names')
+
+CARRY, FREE, SCAN = 'carry', 'free', 'scan'
+
 
 class Graph(namedtuple('Graph',
                        'nodes output inputs defaults source branches notes shapes loops held',

@@ -12,20 +12,7 @@ are due (checkpointing: `strides`). Nothing recurses with the number of
 iterations; nested loops recurse once per level (lowering allows a few).
 """
 
-from collections import namedtuple
-
-# body: the Graph of one iteration, whose input nodes are the slots;
-# first, count: the index runs first, first + 1, ..., first + count - 1;
-# index: the body id of the index's input node, or None;
-# slots: per argument of the loop node, (kind, body id), kind 'carry' (the
-#   value before the loop, then the last iteration's), 'free' (the same every
-#   iteration) or 'scan' (slice first + t of a stacked array at iteration t);
-# carry: per argument, the body id the next iteration's slot takes, or None;
-# outputs: the body ids the loop's parts give after the last iteration;
-# names: the names the parts are bound to, in order.
-Loop = namedtuple('Loop', 'body first count index slots carry outputs names')
-
-CARRY, FREE, SCAN = 'carry', 'free', 'scan'
+from .graph import CARRY, FREE, SCAN, Loop  # (the data; this module runs it)
 
 
 class LoopRun(float):

@@ -9,7 +9,6 @@ import math
 
 from ..errors import AdgradError, NumericalError
 from ..errors import did_you_mean
-from . import loops
 from .branches import executed, forward_taking_branches, taken
 from .primitives import (COMPARISON, CUSTOM, LOGICAL, NUMBERS, PRIMITIVES, SELECT, STOP,
                          names_of)
@@ -51,6 +50,7 @@ def forward(graph, inputs, algebra=NUMBERS, strides=()):
 def forward_looping(graph, inputs, values, algebra, functions, strides=()):
     """forward() of a graph with loops: each loop node runs its body
     (loops.run), and each of its parts takes one of its outputs."""
+    from . import loops   # here, not at the top: a program without loops never needs it
     nodes = graph.nodes
     takes = graph.branches and getattr(algebra, 'takes_branches', False)
     if takes:   # inputs and constants first, as forward_taking_branches sets them
@@ -168,6 +168,8 @@ def sweep(graph, values, grads, algebra, meet, top, hooks=None, free=False):
 def _through_loop(graph, values, grads, algebra, meet, before=None):
     """The hook of a loop node: its parts' cotangents through its body to its
     arguments (loops.vjp), met as any node's are; then the node is done."""
+    from . import loops
+
     def hook(i):
         if before is not None:
             before(i)

@@ -194,7 +194,7 @@ def loop_shapes(graph, i, given):
     """The shapes of loop node i's parts, given its arguments' shapes: its
     body's shape pass, once, and an error where a slice is out of range or
     an iteration would change a carried name's shape."""
-    from .loops import SCAN
+    from .graph import SCAN
     loop = graph.nodes[i].value
     body, np = loop.body, algebra().np
     inputs = {}

@@ -20,7 +20,7 @@ import keyword
 import re
 from typing import NamedTuple
 
-from ..core.loops import CARRY, FREE
+from ..core.graph import CARRY, FREE
 from ..core.primitives import ARITHMETIC, ATOM, COMPARISON, LOGICAL, PRIMITIVES, names_of
 from ..errors import AdgradError
 from .record import Ref, reachable

@@ -12,7 +12,7 @@ per level, as loops.py runs them.
 """
 
 from ..core.graph import Graph, Node
-from ..core.loops import CARRY, FREE, Loop
+from ..core.graph import CARRY, FREE, Loop
 from ..errors import AdgradError
 from .forward import node_tangent
 from .simplify import Ref

@@ -23,7 +23,7 @@ from operator import itemgetter
 
 from ..core.branches import shifted
 from ..core.graph import Branch, Graph, Node
-from ..core.loops import CARRY, FREE, SCAN, Loop
+from ..core.graph import CARRY, FREE, SCAN, Loop
 from ..core.primitives import CONSTANTS, FUNCTIONS, LOGIC
 from ..errors import AdgradError, did_you_mean
 from ..core.array_rules import names_a_size
