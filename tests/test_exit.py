@@ -22,6 +22,13 @@ def _points(tmp_path, rows=600_000):
     return path
 
 
+def _rows(path, ending):
+    if ending == 'parquet':
+        import pyarrow.parquet as pq
+        return pq.ParquetFile(path).metadata.num_rows
+    return path.read_bytes().count(b'\n') - 1
+
+
 def _adgrad(args, **options):
     """This checkout's adgrad, with Python's own Ctrl-C (not an ignored one
     inherited from the test runner)."""
@@ -72,9 +79,10 @@ def test_ctrl_c_while_rows_go_to_a_file_is_130_and_leaves_nothing(tmp_path, endi
     process = _adgrad(['grad', SLOW, '--points', str(points), '-o', str(target)],
                       stdout=subprocess.DEVNULL)
     code, err = _interrupted(process, ready)
-    if code == -signal.SIGINT and err == '' and target.exists():
-        # The signal came after the command had renamed its whole output into
-        # place (a fast machine's last block): Python's own SIGINT ends the exit.
+    if code in (130, -signal.SIGINT) and err == '' and target.exists():
+        # The signal came as the command renamed its whole output into place
+        # (a fast machine's last block), or in the exit after it. Whole, then.
+        assert _rows(target, ending) == 600_000
         pytest.skip('the batch ended before the signal arrived')
     assert (code, err) == (130, '')
     assert sorted(p.name for p in tmp_path.iterdir()) == ['p.csv']
@@ -117,3 +125,49 @@ def test_the_allocator_is_tuned_by_a_batch_on_the_command_line_only(tmp_path, ru
     points.write_text('x,y\n1,2\n3,4\n')
     assert run_cli('grad', 'x*y', '--points', str(points))[0] == 0
     assert calls == [True]
+
+
+@pytest.mark.parametrize('to_file', [False, True])
+def test_ctrl_c_inside_reading_a_chunk_waits_for_the_chunk_boundary(tmp_path, run_cli,
+                                                                   monkeypatch, to_file):
+    """A Ctrl-C that lands while a chunk is read (where pyarrow is imported on
+    first use: an import cut short leaves the module half made, and the
+    process died by SIGINT in its exit) lets the reading finish; the batch
+    stops at the next boundary, 130, with nothing written."""
+    from autodiff_cli.table import sources
+    points = tmp_path / 'p.csv'
+    points.write_text('x\n' + ''.join(f'{k}\n' for k in range(3 * sources.CHUNK_ROWS)))
+    columns, finished = sources.Chunk.columns, []
+
+    def interrupted_midway(chunk, *args):
+        signal.raise_signal(signal.SIGINT)   # as a terminal's Ctrl-C, in this thread
+        finished.append(True)                # not reached if it raised here
+        return columns(chunk, *args)
+    monkeypatch.setattr(sources.Chunk, 'columns', interrupted_midway)
+    output = ['-o', str(tmp_path / 'out.csv')] if to_file else []
+    code, out, err = run_cli('grad', 'x^2', '--points', str(points), *output)
+    assert (code, err) == (130, '')
+    assert finished == [True]   # one chunk read whole, then the stop
+    assert sorted(p.name for p in tmp_path.iterdir()) == ['p.csv']
+    assert out == ''
+
+
+def test_a_second_ctrl_c_stops_at_once(tmp_path, run_cli, monkeypatch):
+    """The first Ctrl-C waits for the chunk boundary; a second one before it
+    does not (a read of a terminal would wait for input until then)."""
+    from autodiff_cli.table import sources
+    points = tmp_path / 'p.csv'
+    points.write_text('x\n' + ''.join(f'{k}\n' for k in range(3 * sources.CHUNK_ROWS)))
+    columns, between = sources.Chunk.columns, []
+
+    def interrupted_twice(chunk, *args):
+        signal.raise_signal(signal.SIGINT)
+        between.append(True)                 # the first one waits
+        signal.raise_signal(signal.SIGINT)
+        between.append(True)                 # not reached: the second one stops here
+        return columns(chunk, *args)
+    monkeypatch.setattr(sources.Chunk, 'columns', interrupted_twice)
+    code, out, err = run_cli('grad', 'x^2', '--points', str(points), '-o', str(tmp_path / 'o.csv'))
+    assert (code, out, err) == (130, '', '')
+    assert between == [True]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ['p.csv']

@@ -18,14 +18,16 @@ from .registry import WRITERS
 
 
 def run(options, graph, bindings, computation, out, warn, stdin=None):
-    """The rows of options.points through `computation`, written to -o or to `out`."""
+    """The rows of options.points through `computation`, written to -o or to `out`.
+    A Ctrl-C is acted on between chunks (AtBoundaries): never inside a lazy
+    import, which it would leave half done, nor inside a write."""
     output = options.output
-    with Input(options.points, stdin) as source_input:
+    with Input(options.points, stdin) as source_input, AtBoundaries() as boundary:
         source = source_input.points()
         fmt = output_format(options, source.kind)
         kind = WRITERS[fmt]
-        to_file = output not in (None, '-')
-        if to_file:   # where it goes, and whether it can be, before any row is read
+        target = None
+        if output not in (None, '-'):   # where it goes, and whether it can be, before any row is read
             from .files import Output
             target = Output(output, binary=kind.binary)
         plan = Plan(graph, bindings, computation, warn)
@@ -33,24 +35,23 @@ def run(options, graph, bindings, computation, out, warn, stdin=None):
         count = None
         # Rows that go straight out (stdout, or -o a pipe or /dev/stdout) are
         # all checked first, so that a bad one stops the run before any is written.
-        if not to_file or target.in_place or needs_header:
-            source, count = _scanned(plan, source, source_input, options.strict)
+        if target is None or target.in_place or needs_header:
+            source, count = _scanned(plan, source, source_input, options.strict, boundary)
         plan.check(source)
-        if to_file:
-            with target:
-                bad, done = plan.stream(source, kind.make(fmt, source, plan.outputs, target.file),
-                                        None, count, warn)
-                if not target.file.closed:   # the rows before a warning, where both go to one place
-                    target.file.flush()
-                _report(plan, bad, done, options.strict, warn)
-                target.commit()
-        else:
-            with AtBoundaries() as boundary:
-                bad, done = plan.stream(source, kind.make(fmt, source, plan.outputs, _binary(out)
-                                                          if kind.binary else out),
-                                        boundary, count, warn)
-                out.flush()
+        if target is None:
+            sink = _binary(out) if kind.binary else out
+            bad, done = plan.stream(source, kind.make(fmt, source, plan.outputs, sink),
+                                    boundary, count, warn)
+            out.flush()
             _report(plan, bad, done, options.strict, warn)
+            return
+        with target:
+            bad, done = plan.stream(source, kind.make(fmt, source, plan.outputs, target.file),
+                                    boundary, count, warn)
+            if not target.file.closed:   # the rows before a warning, where both go to one place
+                target.file.flush()
+            _report(plan, bad, done, options.strict, warn)
+            target.commit()
 
 
 def _report(plan, bad, done, strict, warn):
@@ -66,15 +67,15 @@ def run_totals(options, graph, bindings, computation, out, warn, stdin=None):
     computation's columns over the rows of options.points, read once in
     bounded memory, then written as one row by write_totals."""
     from .totals import Totals
-    with Input(options.points, stdin, again=False) as source_input:
+    with Input(options.points, stdin, again=False) as source_input, \
+            AtBoundaries() as boundary:
         source = source_input.points()
         fmt = output_format(options, source.kind)
         target = totals_target(options, fmt)
         plan = Plan(graph, bindings, computation, warn, outputs=())
         plan.check(source)
         totals = Totals(len(computation.outputs))
-        with AtBoundaries() as boundary:
-            bad, _ = plan.stream(source, totals, boundary, None, warn)
+        bad, _ = plan.stream(source, totals, boundary, None, warn)
     write_totals(options, plan, totals, bad, fmt, target, out)
 
 
@@ -118,10 +119,10 @@ def each_chunk(options, graph, bindings, computation, warn, stdin=None):
             yield chunk, computed
 
 
-def _scanned(plan, source, source_input, strict):
+def _scanned(plan, source, source_input, strict, boundary=None):
     """The first pass over `source`, every row checked (and computed under
     --strict); returns the source opened again for the second, and the rows."""
-    scan = plan.scan(source, strict)
+    scan = plan.scan(source, strict, boundary)
     first, source = source, source_input.points()
     source.read_again(first)
     if source.kind == Format.JSONL:
@@ -264,12 +265,14 @@ class Plan:
         except RowError as error:
             raise type(error.cause)(chunk.error(error.row, error.message).message) from None
 
-    def scan(self, source, strict):
+    def scan(self, source, strict, boundary=None):
         """The first pass: read and check every row; compute too under --strict,
         where a non-finite row is an error that must stop the run before output."""
         scan = _Scan()
         self.keeping = True
         for chunk in source.chunks():
+            if boundary is not None:
+                boundary.check()
             if chunk.objects is not None:
                 for row in chunk.objects:
                     scan.keys.update(dict.fromkeys(row))
@@ -398,13 +401,16 @@ class _Behind:
 
 class AtBoundaries:
     """Ctrl-C noted, then acted on where the caller looks (check()): between
-    chunks, so that rows on stdout end with a whole row; between a cluster's
-    waits (dask_batch), so that it never lands in a callback that only
-    prints it, nor cuts the cleaning up short. The exit code is still 130.
-    A SIGINT the shell ignores (nohup, a background job) stays ignored."""
+    chunks, so that rows on stdout end with a whole row and a lazy import
+    (pyarrow's) is never cut short; between a cluster's waits (dask_batch),
+    so that it never lands in a callback that only prints it, nor cuts the
+    cleaning up short. A second Ctrl-C before the first is acted on stops
+    at once: a read of a terminal would otherwise wait for its input. The
+    exit code is still 130. A SIGINT the shell ignores (nohup, a background
+    job) stays ignored."""
 
     def __enter__(self):
-        self.hit, self.installed = False, False
+        self.hit, self.stopping, self.installed = False, False, False
         try:
             if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
                 self.old = signal.signal(signal.SIGINT, self._interrupted)
@@ -414,10 +420,14 @@ class AtBoundaries:
         return self
 
     def _interrupted(self, *_):
+        if self.hit and not self.stopping:
+            self.stopping = True   # the way out is not cut short by a third
+            raise KeyboardInterrupt
         self.hit = True
 
     def check(self):
         if self.hit:
+            self.stopping = True
             raise KeyboardInterrupt
 
     def __exit__(self, *exc):
