@@ -124,6 +124,26 @@ def test_the_gradient_of_a_data_set_loss(run_cli, tmp_path, kind):
                                             rel=1e-13)
 
 
+def test_a_parquet_data_set_gives_its_readers_memory_back_once_read(tmp_path, monkeypatch):
+    """pyarrow's pool keeps what the reader freed, under the pass's peak; it
+    is asked to give it back once nothing of the reader holds any (asked
+    earlier, it keeps what is freed after)."""
+    pa = pytest.importorskip('pyarrow')
+    from autodiff_cli.table.data import read_data
+    x, y = _data(200_000)
+    path = _write(tmp_path, 'parquet', x, y)
+    pool, live = pa.default_memory_pool(), []
+
+    class Watched:
+        def release_unused(self):
+            live.append(pa.total_allocated_bytes())
+            pool.release_unused()
+    monkeypatch.setattr(pa, 'default_memory_pool', Watched)
+    columns = read_data(str(path), ['x', 'y'])
+    assert live == [0]
+    assert np.array_equal(columns['x'], x) and np.array_equal(columns['y'], y)
+
+
 def test_data_from_standard_input(tmp_path):
     import subprocess
     import sys

@@ -8,6 +8,7 @@ used, held at once, unlike `--points`, which streams.
 """
 
 import re
+import sys
 
 from ..errors import UsageError
 from .formats import Format
@@ -19,6 +20,20 @@ def read_data(path, names, stdin=None):
     that the data set at `path` ('-' for standard input) has; a UsageError
     if it has none."""
     import numpy as np
+    parts, rows, header = _parts(path, names, stdin)
+    if rows == 0:   # before the columns: with no row, none is read
+        raise UsageError(f'{path} has no rows')
+    if not parts:
+        shown = ', '.join(repr(c) for c in header[:8]) + (', ...' if len(header) > 8 else '')
+        raise UsageError(f'none of the columns of {path} is a variable of the program '
+                         f'(theirs: {shown or "none"})')
+    columns = {column: np.concatenate(parts.pop(column)) for column in list(parts)}
+    _give_back_reader_memory()   # the source, its chunks and their parts are gone
+    return _grouped(columns, names, path)
+
+
+def _parts(path, names, stdin):
+    """({column: its chunks' values}, rows, header) of the data set at `path`."""
     parts = {}
     with Input(path, stdin) as source_input:
         source = source_input.points()
@@ -37,15 +52,16 @@ def read_data(path, names, stdin=None):
             for column, values in chunk.columns(list(parts), {}).items():
                 parts[column].append(values)
             rows += len(chunk)
-        header = list(source.header or parts)
-    if rows == 0:   # before the columns: with no row, none is read
-        raise UsageError(f'{path} has no rows')
-    if not parts:
-        shown = ', '.join(repr(c) for c in header[:8]) + (', ...' if len(header) > 8 else '')
-        raise UsageError(f'none of the columns of {path} is a variable of the program '
-                         f'(theirs: {shown or "none"})')
-    columns = {column: np.concatenate(values) for column, values in parts.items()}
-    return _grouped(columns, names, path)
+        return parts, rows, list(source.header or parts)
+
+
+def _give_back_reader_memory():
+    """pyarrow's allocator keeps what its reader freed, for reuse (for Parquet,
+    several times the data read); a data set is read once, so that goes back
+    to the system before the pass, whose peak would sit on top of it."""
+    arrow = sys.modules.get('pyarrow')
+    if arrow is not None:
+        arrow.default_memory_pool().release_unused()
 
 
 _INDEX = re.compile(r'(?:0|[1-9][0-9]*)\]')   # ASCII digits: int() would take others
