@@ -4,6 +4,7 @@ arrays; less kept, as --memory reports, and the report's own figures."""
 
 import glob
 import json
+import os
 import random
 
 import numpy as np
@@ -209,3 +210,21 @@ def test_bad_checkpoint_options_are_one_line_usage_errors(argv, message):
     run = run_main(['grad', '-f', 'samples/deep_loop.ad', *argv])
     assert run.code == 2 and run.out == '' and message in run.err
     assert len(run.err.splitlines()) == 1
+
+
+def test_a_memory_limit_that_cannot_be_met_says_so_with_the_numbers():
+    """--memory-limit is the whole process's: where the process and the pass's
+    peak pass it, a warning says by how much; the gradients are the same."""
+    import re
+    plain = run_main(['grad', '-f', 'samples/deep_loop.ad', '--json'])
+    over = run_main(['grad', '-f', 'samples/deep_loop.ad', '--memory-limit', '1MB', '--json'])
+    assert over.code == 0 and over.out == plain.out
+    said = re.fullmatch(r'adgrad: warning: --memory-limit 1\.0 MB is not met: the process held '
+                        r'([0-9.]+) MB before the pass, and the pass peaks at [0-9.]+ k?B '
+                        r'\(its gradients alone [0-9.]+ k?B\)\n', over.err)
+    assert said, over.err
+    with open('/proc/self/statm') as f:   # this process ran it: about what it holds now
+        now = int(f.read().split()[1]) * os.sysconf('SC_PAGE_SIZE') / 1e6
+    assert 0.5 * now < float(said[1]) < 2 * now
+    roomy = run_main(['grad', '-f', 'samples/deep_loop.ad', '--memory-limit', '100GB', '--json'])
+    assert roomy.code == 0 and roomy.out == plain.out and roomy.err == ''

@@ -33,6 +33,7 @@ def run_point(args, graph, inputs, names, env, data=()):
     if getattr(args, 'explain', False):
         raise UsageError('--explain runs its own passes: leave out --memory and --checkpoint')
     pol = policy_of(args)
+    limit = pol.limit
     arrays = is_array_program(graph, inputs)
     start = len(env.warn.messages)
     if arrays:
@@ -43,8 +44,7 @@ def run_point(args, graph, inputs, names, env, data=()):
         k = SimpleNamespace(**{**vars(k), 'wanted': frozenset(names)})
         inputs = {name: k.coerce(v) for name, v in inputs.items()}
         tensors.shapes(graph, inputs)
-        if pol.kind == 'auto':
-            pol = pol._replace(limit=max(1, pol.limit - _process_bytes()))
+        pol, held = _budget(pol)
         with k.np.errstate(all='ignore'):
             run = checkpoint.gradients(graph, inputs, k, pol)
         value = run.values[graph.output]
@@ -54,8 +54,7 @@ def run_point(args, graph, inputs, names, env, data=()):
         finite = tensors.is_finite
     else:
         from ..core.primitives import NUMBERS
-        if pol.kind == 'auto':
-            pol = pol._replace(limit=max(1, pol.limit - _process_bytes()))
+        pol, held = _budget(pol)
         run = checkpoint.gradients(graph, inputs, NUMBERS, pol)
         value = run.values[graph.output]
 
@@ -63,6 +62,10 @@ def run_point(args, graph, inputs, names, env, data=()):
             return x - x == 0
     gradients = {name: run.grads[graph.inputs[name]] for name in names}
     memory = run.memory
+    if held is not None and held + memory.peak > limit:
+        env.warn(f'--memory-limit {size(limit)} is not met: the process held {size(held)} '
+                 f'before the pass, and the pass peaks at {size(memory.peak)} (its '
+                 f'gradients alone {size(memory.gradient_bytes)})')
     # The pass's values (a loop's checkpoints among them) have served: they
     # go before the output, which over arrays takes memory of its own.
     del run
@@ -91,6 +94,15 @@ def run_point(args, graph, inputs, names, env, data=()):
     if args.memory:
         env.stdout.write(report_text(memory))
     return Exit.OK
+
+
+def _budget(pol):
+    """auto's policy with the pass's share of the limit (what the process does
+    not hold already), and what it held; other policies as they are, None."""
+    if pol.kind != 'auto':
+        return pol, None
+    held = _process_bytes()
+    return pol._replace(limit=max(1, pol.limit - held)), held
 
 
 def _process_bytes():
