@@ -151,21 +151,11 @@ class Shapes(Tape):
 
     def static(self, value):
         """A static argument (an axis, a shape, a key, a size): a node of its own."""
-        key = ('static', repr(value))
-        found = self.index.get(key)
-        if found is None:
-            found = self.index[key] = Ref(len(self.nodes))
-            self.nodes.append(Node('static', value=value))
-        return found
+        return self.interned(('static', repr(value)), Node('static', value=value))
 
     def literal(self, array):
         """A constant array of the program, by its bytes."""
-        key = ('literal', array.shape, array.tobytes())
-        found = self.index.get(key)
-        if found is None:
-            found = self.index[key] = Ref(len(self.nodes))
-            self.nodes.append(Node('const', value=array))
-        return found
+        return self.interned(('literal', array.shape, array.tobytes()), Node('const', value=array))
 
     def _node_shape(self, i):
         node = self.nodes[i]

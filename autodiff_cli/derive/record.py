@@ -77,13 +77,18 @@ class Tape:
         return found
 
     def input(self, name):
-        key = ('input', name)
-        ref = self.index.get(key)
-        if ref is None:
-            ref = self.index[key] = Ref(len(self.nodes))
-            self.nodes.append(Node('input', name=name))
+        ref = self.interned(('input', name), Node('input', name=name))
         self.inputs.setdefault(name, ref)
         return ref
+
+    def interned(self, key, node):
+        """The one node for `key`: `node`, appended the first time it is asked for.
+        (ref() and _record() spell this out: they run once per recorded node.)"""
+        found = self.index.get(key)
+        if found is None:
+            found = self.index[key] = Ref(len(self.nodes))
+            self.nodes.append(node)
+        return found
 
     # apply(), specialised by arity: one and two arguments are nearly every
     # node, and the general loop over *args costs a third of recording.

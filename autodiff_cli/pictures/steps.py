@@ -221,7 +221,7 @@ def step_pictures(graph, values, grads, rankdir='LR', look=None, forward=False, 
         def draw(direction, dressed):
             picture = Picture(_styled(drawn, mode, direction, marks[-1], dressed))
             picture.how = (direction, dressed)
-            # the first frame measured too: its labels differ most (mlp_xor's was 4% wider)
+            # the first frame measured too: its labels differ most from the others'
             picture.also = [_styled(drawn, mode, direction, marks[0], dressed)]
             return picture
         rankdir, look = fit(draw).how

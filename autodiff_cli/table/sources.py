@@ -47,8 +47,8 @@ def _pyarrow_csv():
     except ImportError:
         return None
     # read_csv swaps a SIGINT handler of its own in and out around each block
-    # and drops a Ctrl-C that lands in the swap (9 in 300 in a loop of reads):
-    # the batch would run on. Python's handler (or the pipeline's) sees them all.
+    # and drops a Ctrl-C that lands in the swap: the batch would run on.
+    # Python's handler (or the pipeline's) sees them all.
     pyarrow.enable_signal_handlers(False)
     return pyarrow.csv
 
