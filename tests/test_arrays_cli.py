@@ -373,3 +373,22 @@ def test_a_large_gradient_is_written_as_json_a_part_at_a_time_with_the_same_byte
                       allow_nan=False, ensure_ascii=False)
     assert ''.join(parts) == want[:-1] + ', "memory": {}}\n'
     assert len(parts) > 10 and max(map(len, parts)) < 2 ** 17   # never the whole text at once
+
+
+def test_a_large_gradient_is_written_as_plain_text_a_part_at_a_time_with_the_same_bytes():
+    # The plain writer streams as json_parts does: number()'s nested lists
+    # (inf and nan as Python spells them), never the whole text at once.
+    from autodiff_cli.cli.output import Result, plain
+    from autodiff_cli.core.numbers import number
+    from autodiff_cli.table.formats import STREAMED
+    rng = np.random.default_rng(4)
+    cube = rng.standard_normal((3, 70, 90))
+    cube[1, 5, 7], cube[2, 0, 0], cube[0, 0, 1] = np.inf, np.nan, -0.0
+    gradients = {'W': cube, 'b': rng.standard_normal(STREAMED + 5) * 1e300, 'c': 2.0,
+                 'm': np.full((130, 130), -np.inf)}
+    result = Result(rng.standard_normal((200, 100)), {}, gradients)
+    parts = list(plain(result, None))
+    want = f'value\t{number(result.value)}\n' + ''.join(
+        f'd_{name}\t{number(g)}\n' for name, g in gradients.items())
+    assert ''.join(parts) == want
+    assert len(parts) > 10 and max(map(len, parts)) < 2 ** 17

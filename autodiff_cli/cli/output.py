@@ -14,7 +14,7 @@ from operator import itemgetter
 
 from ..core.numbers import number
 from ..errors import UsageError
-from ..table.formats import STREAMED, Format, json_array_parts, json_number
+from ..table.formats import STREAMED, Format, array_parts, json_array_parts, json_number
 
 # ---- results ----
 
@@ -144,12 +144,21 @@ def node_records(graph, values, grads=None, text_limit=120):
 
 def plain(result, env):
     if result.gradients is None and result.nodes is None:
-        return number(result.value) + '\n'
-    lines = [f'value\t{number(result.value)}']
-    lines += [f'd_{name}\t{number(g)}' for name, g in (result.gradients or {}).items()]
+        return [*_plain_value(result.value), '\n']
+    lines = [('value\t', result.value)]
+    lines += [(f'd_{name}\t', g) for name, g in (result.gradients or {}).items()]
+    head = [part for label, x in lines for part in (label, *_plain_value(x), '\n')]
     if result.nodes is None:
-        return '\n'.join(lines) + '\n'
-    return _node_lines('\n'.join(lines) + '\n', result.nodes.rows())
+        return head
+    return _node_lines(''.join(head), result.nodes.rows())
+
+
+def _plain_value(x):
+    """number(x) in parts: a large array (a gradient of millions of numbers)
+    a part at a time, as json_parts writes it."""
+    if getattr(x, 'size', 0) >= STREAMED and x.ndim:
+        return array_parts(x)
+    return (number(x),)
 
 
 def _node_lines(head, rows, part=8192):

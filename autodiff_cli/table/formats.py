@@ -80,9 +80,16 @@ STREAMED = 1 << 14    # entries: a larger array's JSON is written a part at a ti
 
 def json_array_parts(x, part=1 << 16):
     """The JSON of json_number(x), an array of STREAMED entries or more, in
-    parts of about `part` characters: row by row (a row in pieces), never all
-    its numbers as Python lists nor its whole text at once. The same bytes."""
+    parts of about `part` characters (array_parts). The same bytes."""
     import json
+    return array_parts(x, lambda v: json.dumps(json_number(v)), part)
+
+
+def array_parts(x, nonfinite=repr, part=1 << 16):
+    """An array's nested lists as text, finite numbers as their repr and the
+    others as `nonfinite` writes them, in parts of about `part` characters:
+    row by row (a row in pieces), never all its numbers as Python lists nor
+    its whole text at once."""
     from math import prod
     rows = x.reshape(-1, x.shape[-1])
     groups = [prod(x.shape[j:-1]) for j in range(x.ndim - 1)]   # rows per bracket, outermost first
@@ -93,10 +100,10 @@ def json_array_parts(x, part=1 << 16):
         out.append((', ' if r else '') + '[' * sum(r % g == 0 for g in groups) + '[')
         for start in range(0, len(row), piece):
             numbers = row[start:start + piece].tolist()
-            if all(v - v == 0 for v in numbers):   # JSON writes a float as its repr
+            if all(v - v == 0 for v in numbers):
                 texts = map(repr, numbers)
-            else:   # inf and nan as json_number's strings
-                texts = [json.dumps(json_number(v)) for v in numbers]
+            else:
+                texts = map(nonfinite, numbers)
             text = (', ' if start else '') + ', '.join(texts)
             out.append(text)
             held += len(text)
