@@ -68,12 +68,7 @@ class Program:
             else memory_limit
         policy = checkpoints.policy(checkpoint, limit)
         if is_array_program(self.graph, inputs):
-            from .core import tensors
-            k = tensors.algebra()
-            inputs = {name: k.coerce(v) for name, v in inputs.items()}
-            tensors.shapes(self.graph, inputs)
-            with k.np.errstate(all='ignore'):
-                run = checkpoints.gradients(self.graph, inputs, k, policy)
+            run = checkpoints.array_gradients(self.graph, inputs, policy)
         else:
             from .core.primitives import NUMBERS
             run = checkpoints.gradients(self.graph, inputs, NUMBERS, policy)

@@ -68,6 +68,7 @@ def test_every_sample_gets_the_same_gradients_bit_for_bit(path):
 
 
 def test_a_batch_gets_the_same_gradients_bit_for_bit():
+    named = 0   # batches with a node not finite: the same one is named
     for seed in range(60):
         rng = random.Random(seed)
         text, _, variables = gen.program(rng)
@@ -75,17 +76,19 @@ def test_a_batch_gets_the_same_gradients_bit_for_bit():
         rows = 7
         columns = {v: np.array([gen.point(rng, [v])[v] for _ in range(rows)]) for v in graph.inputs}
         wrt = list(graph.inputs)
-        value, gradient, _ = run_batch(graph, columns, rows, wrt)
+        value, gradient, bad = run_batch(graph, columns, rows, wrt)
+        named += bad is not None
         for pol in POLICIES:
-            value_c, gradient_c, _ = run_batch(graph, columns, rows, wrt,
-                                               checkpoint=checkpoint.policy(pol))
-            assert same_bits(value, value_c)
+            value_c, gradient_c, bad_c = run_batch(graph, columns, rows, wrt,
+                                                   checkpoint=checkpoint.policy(pol))
+            assert same_bits(value, value_c) and bad == bad_c, (seed, pol, text)
             for name in wrt:
                 assert same_bits(gradient[name], gradient_c[name]), (seed, pol, text)
+    assert named > 5
 
 
 def test_array_programs_get_the_same_gradients_bit_for_bit():
-    k = tensors.algebra()
+    k, cut = tensors.algebra(), 0
     for seed in range(40):
         rng = random.Random(seed)
         output, inputs = fuzz_arrays.tensor_program(rng)
@@ -95,11 +98,16 @@ def test_array_programs_get_the_same_gradients_bit_for_bit():
         source = 'f(p) = p * 2\nloss = ' + source + '\nf(loss) / 2'   # a block call: two units
         graph = lower(source)
         plain = tensors.gradients(graph, tensors.evaluate(graph, values))
-        for pol in POLICIES:
+        again = {}
+        for pol in POLICIES + ['auto']:   # auto's 1 byte: cut as sqrt is
             with np.errstate(all='ignore'):
-                run = checkpoint.gradients(graph, values, k, checkpoint.policy(pol))
+                run = checkpoint.gradients(graph, values, k, checkpoint.policy(pol, 1))
             for name, i in graph.inputs.items():
                 assert same_bits(run.grads[i], plain[i]), (seed, pol, source)
+            again[pol] = run.memory.recomputed
+        assert again['auto'] == again['sqrt'], source
+        cut += again['sqrt'] > 0
+    assert cut > 10   # most of them compute something again
 
 
 LOOP = """input W[12, 4, 4], b[12, 4], x[4]
@@ -228,3 +236,38 @@ def test_a_memory_limit_that_cannot_be_met_says_so_with_the_numbers():
     assert 0.5 * now < float(said[1]) < 2 * now
     roomy = run_main(['grad', '-f', 'samples/deep_loop.ad', '--memory-limit', '100GB', '--json'])
     assert roomy.code == 0 and roomy.out == plain.out and roomy.err == ''
+
+
+def test_auto_cuts_a_tape_without_loops_only_when_it_does_not_fit():
+    # deep.ad's layers are block calls: auto keeps all of them under a roomy
+    # limit, and cuts the calls into √n segments under a tight one.
+    graph = lower(open('samples/deep.ad').read())
+    inputs = {name: graph.defaults.get(name, 0.75) for name in graph.inputs}
+    grads = backward(graph, forward(graph, inputs))
+    roomy = checkpoint.gradients(graph, inputs, NUMBERS, checkpoint.policy('auto', 10 ** 9))
+    tight = checkpoint.gradients(graph, inputs, NUMBERS, checkpoint.policy('auto', 100))
+    sqrt = checkpoint.gradients(graph, inputs, NUMBERS, checkpoint.policy('sqrt'))
+    assert roomy.memory.recomputed == 0 and not graph.loops
+    assert tight.memory.recomputed == sqrt.memory.recomputed > 0
+    assert tight.memory.bytes < roomy.memory.bytes
+    for i in graph.inputs.values():
+        assert bits(tight.grads[i]) == bits(roomy.grads[i]) == bits(grads[i])
+
+
+def test_an_array_programs_points_get_the_same_numbers_checkpointed(tmp_path):
+    # --points over an array program: the command line's W stays fixed while
+    # s varies, a loop with an `if` in its body; a row where log(s) is nan
+    # is named as the plain pass names it (checkpoints dropped the values).
+    program = tmp_path / 'p.ad'
+    program.write_text('input W[4, 3, 3], s = 1\nx = [1, 2, 3] * s\nfor i in 0..4 {\n'
+                       '    x = tanh(W[i] @ x)\n    x = if(s > 0.5, x * s, x)\n}\n'
+                       'loss = sum(x^2) + log(s)\n')
+    np.save(tmp_path / 'W.npy', np.random.default_rng(5).normal(size=(4, 3, 3)))
+    (tmp_path / 's.csv').write_text('s\n0.25\n1\n-1\n2\n0.75\n')
+    argv = ['grad', '-f', str(program), '--points', str(tmp_path / 's.csv'),
+            f'W=@{tmp_path / "W.npy"}']
+    plain = run_main(argv)
+    assert plain.code == 0 and 'log(s) (node' in plain.err and len(plain.out.splitlines()) == 6
+    for pol in ('sqrt', 'every:1', 'every:3'):
+        run = run_main(argv + ['--checkpoint', pol])
+        assert (run.code, run.out, run.err) == (plain.code, plain.out, plain.err), pol

@@ -37,16 +37,9 @@ def run_point(args, graph, inputs, names, env, data=()):
     arrays = is_array_program(graph, inputs)
     start = len(env.warn.messages)
     if arrays:
-        from types import SimpleNamespace
-
         from ..core import tensors
-        k = tensors.algebra()
-        k = SimpleNamespace(**{**vars(k), 'wanted': frozenset(names)})
-        inputs = {name: k.coerce(v) for name, v in inputs.items()}
-        tensors.shapes(graph, inputs)
         pol, held = _budget(pol)
-        with k.np.errstate(all='ignore'):
-            run = checkpoint.gradients(graph, inputs, k, pol)
+        run = checkpoint.array_gradients(graph, inputs, pol, names)
         value = run.values[graph.output]
         if getattr(value, 'ndim', 0):
             raise UsageError(f'grad needs a scalar output, and this one has shape '

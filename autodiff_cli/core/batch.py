@@ -94,6 +94,9 @@ def run_batch(graph, columns, rows, wrt=(), out=None, checkpoint=None):
                 continue
             # The nodes' values first; where every one is finite in those
             # rows (sqrt(x) at 0, whose gradient is inf), the gradients.
+            # (Checkpoints dropped values: they are all computed again.)
+            if checkpoint is not None and checkpoint.kind != 'none':
+                values = forward(graph, block, arrays)
             suspects = values + produced[1:]
             bad = next((i for i, v in enumerate(suspects)
                         if not np.isfinite(v[hit] if np.ndim(v) else v).all()), None)

@@ -86,6 +86,13 @@ def value_bytes(value):
     return ARRAY_BYTES + (nbytes if getattr(value, 'base', None) is None else 0)
 
 
+def data_bytes(value):
+    """The bytes of a value of its shape that is no view: its gradient's."""
+    nbytes = getattr(value, 'nbytes', None)
+    return FLOAT_BYTES if nbytes is None or getattr(value, 'ndim', 0) == 0 else \
+        ARRAY_BYTES + nbytes
+
+
 def values_bytes(values):
     return sum(map(value_bytes, values)) + LIST_BYTES
 
@@ -178,7 +185,8 @@ def units(graph):
 
 def tape_cuts(graph, pol, sizes=None, budget=None):
     """The starts of the tape's segments, in order (from 0); [0] is one segment,
-    as is a tape with loops (whose iterations are cut instead)."""
+    as is a tape with loops (whose iterations are cut instead). `auto` cuts
+    as `sqrt` does when the nodes' `sizes` add up past `budget`."""
     starts = units(graph)
     n = len(starts)
     if pol.kind == 'none' or n < 2 or graph.loops:   # a loop's iterations are the segments
@@ -193,6 +201,19 @@ def tape_cuts(graph, pol, sizes=None, budget=None):
             return [0]
         k = max(1, math.ceil(math.sqrt(n)))
     return starts[::k]
+
+
+def _node_bytes(graph, inputs, algebra):
+    """Each node's bytes as forward would make them, known before it runs:
+    a batch's nodes each a column of its rows, an array program's by shape."""
+    if getattr(algebra, 'live_rows', False):
+        rows = max([getattr(v, 'size', 1) for v in inputs.values()], default=1)
+        return [ARRAY_BYTES + 8 * rows] * len(graph.nodes)
+    if getattr(algebra, 'shape', None) is None:
+        return [FLOAT_BYTES] * len(graph.nodes)
+    from .tensors import shapes
+    return [ARRAY_BYTES + 8 * math.prod(shape) if shape else FLOAT_BYTES
+            for shape in shapes(graph, inputs)]
 
 
 def keep_set(graph, cuts):
@@ -230,12 +251,17 @@ Memory = namedtuple('Memory', 'values bytes gradient_bytes peak holders recomput
 
 
 def gradients(graph, inputs, algebra, pol=PLAIN, seed=1.0, backward_pass=True):
-    """Values and gradients of every node (a Run), keeping what `pol` says,
-    and the Memory the pass held. Values the checkpointed forward dropped
-    hold None (a placeholder of their shape over arrays) afterwards."""
+    """Values of every node and gradients of the inputs (those `algebra.wanted`
+    names, if it has that; None for the other nodes) as a Run, keeping what `pol` says, and the Memory the pass held.
+    Values the checkpointed forward dropped hold None (a placeholder of their
+    shape over arrays) afterwards."""
     from .passes import require_inputs
     require_inputs(graph, inputs)
-    budget = pol.limit if pol.kind == 'auto' else None
+    budget = None
+    if pol.kind == 'auto':   # what is left of the limit past the gradients, held to the end
+        wanted = getattr(algebra, 'wanted', None)
+        budget = pol.limit - sum(data_bytes(inputs[name]) for name in graph.inputs
+                                 if wanted is None or name in wanted)
     loop_info = {}
 
     def strides_of(loop):
@@ -244,8 +270,9 @@ def gradients(graph, inputs, algebra, pol=PLAIN, seed=1.0, backward_pass=True):
             iteration = LIST_BYTES + sum(value_bytes(v) for v, node in zip(values, loop.body.nodes)
                                          if node.op != 'input')
             held = sum(value_bytes(v) for v in state if v is not None)
+            left = None if budget is None else budget - 2 * held   # (gradients in flight)
             return loop_info.setdefault(id(loop), (loop, iteration, held, loop_strides(
-                loop, pol, iteration, held, budget)))[3]
+                loop, pol, iteration, held, left)))[3]
         choose.drops = drops
         return choose
     unreads = {}
@@ -254,7 +281,8 @@ def gradients(graph, inputs, algebra, pol=PLAIN, seed=1.0, backward_pass=True):
         if id(loop) not in unreads:
             unreads[id(loop)] = unread(loop, values, algebra)
         return unreads[id(loop)]
-    cuts = tape_cuts(graph, pol) if pol.kind in ('sqrt', 'every') else [0]
+    cuts = tape_cuts(graph, pol, _node_bytes(graph, inputs, algebra) if pol.kind == 'auto'
+                     and not graph.loops else None, budget)
     if len(cuts) == 1:
         values = forward(graph, inputs, algebra, strides_of)
         ran = None
@@ -276,10 +304,30 @@ def gradients(graph, inputs, algebra, pol=PLAIN, seed=1.0, backward_pass=True):
         # (nodes past the output get no gradient).
         top = graph.output if ran is None else min(
             [stop for stop in list(cuts[1:]) + [len(graph.nodes)] if stop > graph.output]) - 1
-        sweep(graph, values, grads, algebra, meet, top, hooks)
+        # an inner node's gradient goes once passed on: only the inputs' are asked for
+        sweep(graph, values, grads, algebra, meet, top, hooks, free=True)
         grads = meet.result() if meet is not None else [0.0 if g is None else g for g in grads]
+        wanted = getattr(algebra, 'wanted', None)
+        held = {i for name, i in graph.inputs.items() if wanted is None or name in wanted}
+        grads = [g if i in held else None for i, g in enumerate(grads)]
     memory = _memory(graph, values, grads, loop_info, keep, segments, pol, unreads)
     return Run(values, grads, memory)
+
+
+def array_gradients(graph, inputs, pol=PLAIN, wrt=None, backward_pass=True):
+    """gradients() of an array program over the tensor algebra: its inputs as
+    float64 arrays, their shapes checked first, IEEE results (inf, nan) kept;
+    gradients of `wrt`'s names only, or of every input."""
+    from types import SimpleNamespace
+
+    from . import tensors
+    k = tensors.algebra()
+    if wrt is not None:
+        k = SimpleNamespace(**{**vars(k), 'wanted': frozenset(wrt)})
+    inputs = {name: k.coerce(v) for name, v in inputs.items()}
+    tensors.shapes(graph, inputs)
+    with k.np.errstate(all='ignore'):
+        return gradients(graph, inputs, k, pol, backward_pass=backward_pass)
 
 
 def _compute(graph, i, values, inputs, algebra, functions):
@@ -393,10 +441,14 @@ def _memory(graph, values, grads, loop_info, keep, segments, pol, unreads):
     if segments:
         transient = max(transient, max(size for _, _, size in segments))
         again += sum(c for _, c, _ in segments)
-    gradient_bytes = 0 if grads is None else values_bytes(grads)
+    gradient_bytes = 0 if grads is None else values_bytes(g for g in grads if g is not None)
+    # in flight: a gradient arriving at a value, and the one it passes on
+    largest = max([data_bytes(v) for v, node in zip(values, graph.nodes) if node.op != 'input'] +
+                  [state for _, _, state, _ in loop_info.values()], default=0)
+    in_flight = 0 if grads is None else 2 * largest
     top = sorted(holders.items(), key=lambda item: (-item[1], item[0]))[:5]
-    return Memory(count, kept, gradient_bytes, kept + transient + gradient_bytes, tuple(top),
-                  again, pol)
+    return Memory(count, kept, gradient_bytes, kept + transient + gradient_bytes + in_flight,
+                  tuple(top), again, pol)
 
 
 def _computed(loop):

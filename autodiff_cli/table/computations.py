@@ -57,9 +57,7 @@ def values_for(graph, bindings, names, checkpoint=None):
     (`checkpoint`, a Policy, for a batch of numbers)."""
     from ..core.graph import is_array_program
     if is_array_program(graph, bindings):
-        if checkpoint is not None and checkpoint.kind != 'none':
-            raise UsageError('--checkpoint with --points takes programs of numbers, so far')
-        return ArrayRows(graph, bindings, names)
+        return ArrayRows(graph, bindings, names, checkpoint)
     return Values(graph, names, checkpoint)
 
 
@@ -68,12 +66,12 @@ class ArrayRows(Values):
     rows give numbers, and the command line's arrays (W=@w.csv) stay fixed.
     An array result is flattened row-major into columns: value[0], d_W[0,1]."""
 
-    def __init__(self, graph, bindings, names):
+    def __init__(self, graph, bindings, names, checkpoint=None):
         import numpy as np
 
         from ..core import tensors
         from ..derive.array_record import entry_labels
-        super().__init__(graph, names)
+        super().__init__(graph, names, checkpoint)
         fixed = {**graph.defaults, **{k: v for k, v in bindings.items() if k in graph.inputs}}
         # Copied: an array unpickled on a Dask worker may be unaligned, and
         # NumPy's matmul of one takes a loop of its own that rounds otherwise.
@@ -122,11 +120,21 @@ class ArrayRows(Values):
         import numpy as np
 
         from ..core import tensors
-        values = tensors.evaluate(self.graph, point)
+        checkpointed = self.checkpoint is not None and self.checkpoint.kind != 'none'
+        if checkpointed:
+            from ..core.checkpoint import array_gradients
+            run = array_gradients(self.graph, point, self.checkpoint, self.names,
+                                  backward_pass=bool(self.names))
+            values, grads = run.values, run.grads
+        else:
+            values = tensors.evaluate(self.graph, point)
+            grads = self.names and tensors.gradients(self.graph, values, wrt=self.names)
         entries = [np.ravel(values[self.graph.output])]
-        first = None if tensors.is_finite(entries[0]) else tensors.first_nonfinite(values)
+        first = None
+        if not tensors.is_finite(entries[0]):   # (checkpoints dropped values: all again)
+            first = tensors.first_nonfinite(tensors.evaluate(self.graph, point) if checkpointed
+                                            else values)
         if self.names:
-            grads = tensors.gradients(self.graph, values, wrt=self.names)
             for k, name in enumerate(self.names):
                 entries.append(np.ravel(grads[self.graph.inputs[name]]))
                 if first is None and not tensors.is_finite(entries[-1]):
