@@ -3,6 +3,7 @@ values and their tangents (derive/recurrence.py), read back by `eval -`,
 run as NumPy and compiled as C, equal to grad's numbers; its size does not
 grow with the iterations."""
 
+import json
 import math
 import shutil
 import subprocess
@@ -134,7 +135,6 @@ def test_c_code_of_loops_compiles_and_agrees_with_grad(tmp_path):
 
 @pytest.mark.parametrize('words, message', [
     (['--lang', 'latex'], '--lang latex does not print loops'),
-    (['--order', '2'], 'diff --order 2 does not take loops yet'),
 ])
 def test_what_diff_does_not_print_of_a_loop_is_refused_in_one_line(words, message):
     run = run_main(['diff', _program('sin chain')[0], *words])
@@ -146,3 +146,141 @@ def test_an_array_program_with_a_loop_is_refused_in_one_line():
     run = run_main(['diff', 'input x[2] = [1, 2]\nfor i in 0..3 {\n    x = sin(x)\n}\nsum(x)'])
     assert run.code == 2 and run.err.count('\n') == 1
     assert run.err.startswith('adgrad: error: diff does not print array programs with loops')
+
+
+# ---- second derivatives: forward mode over the recurrence, loops kept loops ----
+
+def _central_hessian(source, point, h=1e-5):
+    """∂²f/∂a∂b by central differences of grad's gradient: an independent
+    reference (reverse mode, no recording)."""
+    names = list(point)
+    rows = []
+    for a in names:
+        up = _grad(source, {**point, a: point[a] + h})[1]
+        down = _grad(source, {**point, a: point[a] - h})[1]
+        rows.append([(up[b] - down[b]) / (2 * h) for b in names])
+    return rows
+
+
+@pytest.mark.parametrize('name', sorted(PROGRAMS))
+def test_hessian_of_a_loop_agrees_with_differences_of_grad(name):
+    from autodiff_cli import Program
+    source, points = _program(name, 7)
+    for point in points:
+        names = list(point)
+        got = Program(source).hessian(point, wrt=names)
+        want = _central_hessian(source, point)
+        for a, b in np.ndindex(len(names), len(names)):
+            assert math.isclose(got[a][b], want[a][b], rel_tol=1e-6, abs_tol=1e-7), \
+                (name, point, got, want)
+
+
+def test_hessian_of_a_loop_agrees_with_torch():
+    torch = pytest.importorskip('torch')
+    source = ('input x = 0.5, y = -0.3\ns = 0\nfor i in 0..20 {\n    x = sin(x*y) + 0.5*x\n'
+              '    y = y + 0.1*cos(x)\n    s += x*y\n}\nz = s + exp(y)')
+
+    def f(v):
+        x, y, s = v[0], v[1], 0
+        for _ in range(20):
+            x = torch.sin(x * y) + 0.5 * x
+            y = y + 0.1 * torch.cos(x)
+            s = s + x * y
+        return s + torch.exp(y)
+    for point in ([0.5, -0.3], [1.0, 2.0], [-0.7, 0.4]):
+        want = torch.autograd.functional.hessian(f, torch.tensor(point, dtype=torch.float64))
+        run = run_main(['hessian', source, f'x={point[0]!r}', f'y={point[1]!r}', '--json'])
+        assert run.code == 0, run.err
+        got = np.array(json.loads(run.out)['hessian'])
+        assert np.allclose(got, want.numpy(), rtol=1e-13, atol=0), (point, got, want)
+
+
+@pytest.mark.parametrize('name', ['sin chain', 'nested', 'swap', 'if in the body'])
+def test_diff_order_2_of_a_loop_reads_back_to_the_hessian(name):
+    from autodiff_cli import Program
+    source, points = _program(name, 6)
+    diff = run_main(['diff', source, '--order', '2'])
+    assert diff.code == 0, diff.err
+    assert diff.out.count('for ') <= (len(points[0]) + 1) * source.count('for ')   # loops
+    names = sorted(points[0])
+    for point in points:
+        hessian = Program(source).hessian(point, wrt=names)
+        words = [f'{k}={v!r}' for k, v in point.items()]
+        for i, a in enumerate(names):
+            for j, b in enumerate(names[i:], i):
+                ask = diff.out + (f'd2_{a}_{b}\n' if len(names) > 1 else '')   # that entry
+                back = run_main(['eval', '-', *words], stdin=ask.encode())
+                assert back.code == 0, (back.err, ask)
+                assert _close(float(back.out), hessian[i][j]), (name, point, a, b, diff.out)
+
+
+def test_diff_order_3_of_a_loop_agrees_with_differences_of_order_2():
+    source, (point, _) = _program('sin chain', 8)
+    third = run_main(['diff', source, '--order', '3'])
+    second = run_main(['diff', source, '--order', '2'])
+    assert third.code == second.code == 0 and third.out.count('for ') == 1
+
+    def at(text, x):
+        return float(run_main(['eval', '-', f'x={x!r}'], stdin=text.encode()).out)
+    h = 1e-5
+    want = (at(second.out, point['x'] + h) - at(second.out, point['x'] - h)) / (2 * h)
+    assert math.isclose(at(third.out, point['x']), want, rel_tol=1e-6)
+
+
+def test_newton_fit_and_check_take_loops():
+    source, _ = _program('sin chain', 5)
+    run = run_main(['minimize', source, '--method', 'newton', '--json'])
+    assert run.code == 0, run.err
+    found = json.loads(run.out)
+    _, grads = _grad(source, found['minimiser'])
+    assert found['converged'] and abs(grads['x']) < 1e-6
+    check = run_main(['check', source, '--order', '2'])
+    assert check.code == 0 and check.out.count('\tpass') == 2, check.out
+
+
+def test_hessian_points_and_the_plots_second_derivative_take_loops(tmp_path):
+    from autodiff_cli import Program
+    from autodiff_cli.pictures.curves import sampler
+    source, points = _program('swap', 6)
+    rows = tmp_path / 'p.csv'
+    rows.write_text('a,b\n' + ''.join(f"{p['a']!r},{p['b']!r}\n" for p in points))
+    run = run_main(['hessian', source, '--points', str(rows)])
+    assert run.code == 0, run.err
+    for line, point in zip(run.out.splitlines()[1:], points):
+        entries = [float(v) for v in line.split(',')[2:]]
+        assert entries == sum(Program(source).hessian(point, wrt=['a', 'b']), [])
+    # f'' along a, b fixed: the Hessian's corner, at every sample
+    f = sampler(lower(source), 'a', {'b': 0.3}, order=2)
+    xs = np.array([-1.0, 0.5, 1.25])
+    second = f(xs)[2]
+    for x, got in zip(xs, second):
+        assert _close(got, Program(source).hessian({'a': x, 'b': 0.3}, wrt=['a'])[0][0])
+
+
+def test_fit_takes_a_model_with_a_loop(tmp_path):
+    # data made by Python's own math: y = 1.3 sin(...) + 0.2, three times over
+    lines = ['t,y']
+    for k in range(30):
+        y = t = k / 10
+        for _ in range(3):
+            y = 1.3 * math.sin(y) + 0.2
+        lines.append(f'{t!r},{y!r}')
+    (tmp_path / 'd.csv').write_text('\n'.join(lines) + '\n')
+    model = 'input a = 1, b = 0.5\ny = t\nfor i in 0..3 {\n    y = a*sin(y) + b\n}\ny'
+    run = run_main(['fit', model, '--data', str(tmp_path / 'd.csv'), '--target', 'y', 'a=1',
+                    'b=0.5', '--json'])
+    assert run.code == 0, run.err
+    found = json.loads(run.out)['parameters']
+    assert math.isclose(found['a'], 1.3, rel_tol=1e-12) and math.isclose(found['b'], 0.2,
+                                                                          rel_tol=1e-12)
+
+
+@pytest.mark.parametrize('argv', [
+    ['grad', 'input x = 1\nfor i in 0..3 {\n x = sin(x)\n}\nx', '--mode', 'forward'],
+    ['jacobian', 'input x[2] = [1, 2]\nfor i in 0..3 {\n x = sin(x)\n}\nx', '--mode', 'forward'],
+    ['hessian', 'input x[2] = [1, 2]\nfor i in 0..3 {\n x = sin(x)\n}\nsum(x)'],
+])
+def test_what_does_not_take_loops_yet_says_so_in_one_line(argv):
+    run = run_main(argv)
+    assert run.code == 2 and run.out == '' and run.err.count('\n') == 1
+    assert 'loops yet' in run.err, run.err

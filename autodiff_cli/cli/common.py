@@ -89,10 +89,6 @@ def load_program(args, env):
     return graph, words
 
 
-# The commands that run a program with loops (core/loops.py), so far.
-_LOOPING = ('eval', 'grad', 'render', 'diff')
-
-
 def memory_wanted(args):
     """Whether grad's options ask about memory (--memory, --checkpoint, --memory-limit)."""
     return bool(getattr(args, 'memory', False) or getattr(args, 'checkpoint', None)
@@ -100,15 +96,13 @@ def memory_wanted(args):
 
 
 def refuse_loops(graph, args):
-    """A usage error where a command does not take loops yet: one line,
-    before anything runs."""
+    """A usage error where a command does not take loops yet (forward mode's
+    tangent passes): one line, before anything runs."""
     command = str(args.command)
-    forward_mode = command == 'grad' and getattr(args, 'mode', 'reverse') == 'forward'
-    if not graph.loops or command in _LOOPING and not forward_mode:
-        return
-    what = f'adgrad {command}' + (' --mode forward' if forward_mode else '')
-    raise UsageError(f'{what} does not take loops yet: eval, grad and diff do, and render '
-                     'draws them')
+    if graph.loops and command in ('grad', 'jacobian') and \
+            getattr(args, 'mode', 'reverse') == 'forward':
+        raise UsageError(f'adgrad {command} --mode forward does not take loops yet: reverse '
+                         'mode does (--mode reverse)')
 
 
 def refuse_arrays(graph, bindings, what):

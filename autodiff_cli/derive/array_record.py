@@ -108,6 +108,9 @@ def array_hessian(graph, point, names):
     from types import SimpleNamespace
 
     import numpy as np
+    if graph.loops:
+        raise AdgradError('hessian does not take array programs with loops yet: grad computes '
+                          'their gradients (hessian takes loops over numbers)')
     point = {name: tensors.algebra().coerce(value) for name, value in point.items()}
     graph = tensors.bind_sizes(graph, point)
     shape = tensors.shapes(graph, point)[graph.output]

@@ -18,6 +18,11 @@ Two schemes, on the same recorded graph:
 Either costs one recording of the backward pass plus a small multiple of n
 gradient evaluations, never n² graphs. The recording keeps only the
 identities exact in IEEE arithmetic (simplify.py).
+
+A program with loops is recorded in forward mode instead, its loops kept
+loops (recurrence.py): the recurrence of each ∂f/∂x_i differentiated again,
+forward over forward, as `diff --order 2` prints it; one pass over the
+loops gives every entry.
 """
 
 from ..core.graph import Graph
@@ -50,11 +55,25 @@ def gradient_graph(graph, names):
     return Graph(compact, 0, inputs, graph.defaults, graph.source), roots
 
 
+def prepare(graph, names):
+    """What hessian() reuses over many points: the gradient's graph; for a
+    program with loops, the graph of its second derivatives, each loop kept
+    a loop (record.second_derivatives: forward mode over forward mode, as
+    `diff --order 2` prints them) and their nodes."""
+    if not graph.loops:
+        return gradient_graph(graph, names)
+    from .record import second_derivatives
+    derivative = second_derivatives(graph, names, exact=True)
+    return derivative.graph(0), [r for _, r in derivative.results]
+
+
 def hessian(graph, point, names=None, prepared=None, mode='reverse'):
     """The matrix [[∂²f/∂x_i∂x_j]] as lists of floats, rows and columns in
     the order of `names` (default: every variable). `prepared` is
-    gradient_graph()'s result, to reuse over many points."""
+    prepare()'s result, to reuse over many points."""
     names = list(graph.inputs) if names is None else list(names)
+    if graph.loops:
+        return _of_loops(*(prepared or prepare(graph, names)), point, len(names))
     grad_graph, roots = prepared or gradient_graph(graph, names)
     values = forward(grad_graph, point)
     if mode == 'forward':
@@ -82,4 +101,16 @@ def _forward_over_reverse(grad_graph, roots, values, names):
     for root in roots:
         row = None if isinstance(root, float) else t[root]   # a constant gradient: zeros
         rows.append([0.0] * n if row is None else [float(v) for v in np.broadcast_to(row, (n,))])
+    return rows
+
+
+def _of_loops(second_graph, entries, point, n):
+    """The matrix from the second derivatives' graph at `point`: its entries
+    a, b for b from a on, in order (row by row), mirrored below."""
+    values = forward(second_graph, point)
+    found = iter([float(values[r]) if isinstance(r, Ref) else r for r in entries])
+    rows = [[0.0] * n for _ in range(n)]
+    for i in range(n):
+        for j in range(i, n):
+            rows[i][j] = rows[j][i] = next(found)
     return rows

@@ -92,9 +92,9 @@ class Objective:
     def hessian(self, v):
         import numpy as np
 
-        from .hessian import gradient_graph, hessian
+        from .hessian import hessian, prepare
         if self._prepared is None:
-            self._prepared = gradient_graph(self.graph, self.names)
+            self._prepared = prepare(self.graph, self.names)
         self.hessians += 1
         matrix = np.array(hessian(self.graph, self.point(v), self.names, self._prepared))
         if not np.isfinite(matrix).all():

@@ -308,7 +308,8 @@ def nth_derivative(graph, wrt, order, simplify=True, exact=False, with_value=Fal
     the recorded derivative graph differentiated again, order times, each
     time on the same tape so that sharing is kept. `exact` keeps only the
     identities that hold in IEEE arithmetic (for numbers, not for reading)."""
-    _first_order_of_loops(graph, order)
+    if graph.loops:
+        return _loops_again(graph, wrt, order, simplify, exact, with_value)
     tape = Tape(simplify, exact)
     primal = result = replay(graph, tape)[graph.output]
     walked = 0
@@ -337,7 +338,8 @@ def second_derivatives(graph, wrt, simplify=True, exact=False, with_value=False)
     """∂²output/∂a∂b for each pair a, b of `wrt`, b not before a: the
     gradient recorded once, then each of its entries differentiated on the
     same tape, so that what the entries share is recorded once."""
-    _first_order_of_loops(graph, 2)
+    if graph.loops:
+        return _loops_second(graph, wrt, simplify, exact, with_value)
     tape = Tape(simplify, exact)
     values = replay(graph, tape)
     grads = gradient(graph, tape, values)
@@ -363,7 +365,55 @@ def second_derivatives(graph, wrt, simplify=True, exact=False, with_value=False)
     return Derivative(tape, results, graph.source, 2, pairs)
 
 
-def _first_order_of_loops(graph, order):
-    if graph.loops and order > 1:
-        raise AdgradError(f'diff --order {order} does not take loops yet: --order 1 prints '
-                          'their recurrence')
+# ---- programs with loops: forward mode again, each loop kept a loop ----
+
+def _loops_again(graph, wrt, order, simplify, exact, with_value):
+    """nth_derivative of a program with loops: the derivative's own graph
+    differentiated again, `order` times (each order doubles the tangents a
+    loop carries, so the recorded size is bounded as the walks are)."""
+    from .recurrence import record_loops
+    current, recorded = graph, 0
+    for k in range(order):
+        tape = Tape(simplify, exact)
+        (result,) = [r for _, r in record_loops(current, tape, [wrt])]
+        recorded += _recorded_size(tape)
+        if k + 1 < order and recorded > DERIVATIVE_WALK_LIMIT:
+            raise AdgradError(f'the derivative of order {k + 2} would take more than '
+                              f'{DERIVATIVE_WALK_LIMIT:,} steps to record; ask for a lower '
+                              '--order')
+        current = Derivative(tape, [(wrt, result)], graph.source).graph(0)
+    value = record_loops(graph, tape, [], True) if with_value else []
+    return Derivative(tape, value + [(wrt, result)], graph.source, order)
+
+
+def _loops_second(graph, wrt, simplify, exact, with_value):
+    """second_derivatives of a program with loops: each first derivative's
+    graph differentiated by the variables from its own on, all on one tape."""
+    from .recurrence import record_loops
+    first = differentiate(graph, wrt, simplify=simplify, exact=exact)
+    tape = Tape(simplify, exact)
+    results = record_loops(graph, tape, [], True) if with_value else []
+    pairs = {}
+    for i, a in enumerate(wrt):
+        if _recorded_size(tape) > DERIVATIVE_WALK_LIMIT:
+            raise AdgradError(f'the second derivatives by {len(wrt)} variables would take '
+                              f'more than {DERIVATIVE_WALK_LIMIT:,} steps to record; ask '
+                              'for fewer with --wrt')
+        seconds = dict(record_loops(first.graph(i), tape, wrt[i:]))
+        for b in wrt[i:]:
+            label = f'{a}_{b}'
+            results.append((label, seconds[b]))
+            pairs[label] = (a, b)
+    return Derivative(tape, results, graph.source, 2, pairs)
+
+
+def _recorded_size(tape):
+    """Nodes of a tape and of its loops' bodies, nested ones too."""
+    size, bodies = len(tape.nodes), [tape.nodes[i].value.body for i in tape.loops]
+    while bodies:
+        body = bodies.pop()
+        size += len(body.nodes)
+        bodies.extend(body.nodes[i].value.body for i in body.loops)
+    return size
+
+

@@ -26,8 +26,14 @@ _ROUNDS = 3
 
 
 def derivative_graph(graph, name):
-    """The graph of ∂f/∂name (recorded, derive/hessian.py), or a float where
-    the derivative is a constant."""
+    """The graph of ∂f/∂name (recorded, derive/hessian.py; with loops, their
+    recurrence, record.differentiate), or a float where the derivative is a
+    constant."""
+    if graph.loops:
+        from ..derive.record import differentiate
+        derivative = differentiate(graph, [name], exact=True)
+        root = derivative.results[0][1]
+        return root if isinstance(root, float) else derivative.graph(0)
     from ..derive.hessian import gradient_graph
     grad_graph, (root,) = gradient_graph(graph, [name])
     return root if isinstance(root, float) else grad_graph._replace(output=root)

@@ -159,9 +159,9 @@ class HessianEntries:
     """hessian: ∂²f/∂a∂b for every pair of `names`, row-major, one point at a time."""
 
     def __init__(self, graph, names):
-        from ..derive.hessian import gradient_graph
+        from ..derive.hessian import prepare
         self.graph, self.names = graph, list(names)
-        self.prepared = gradient_graph(graph, self.names)
+        self.prepared = prepare(graph, self.names)
         self.outputs = [f'd2_{a}_{b}' for a in self.names for b in self.names]
 
     def __call__(self, columns, rows):
