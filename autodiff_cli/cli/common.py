@@ -85,7 +85,6 @@ def load_program(args, env):
     source, words = read_program(args, env.stdin)
     graph = lower_program(source, lambda note: env.say(f'adgrad: note: {note}'))
     env.keep(graph)
-    refuse_loops(graph, args)
     return graph, words
 
 
@@ -93,16 +92,6 @@ def memory_wanted(args):
     """Whether grad's options ask about memory (--memory, --checkpoint, --memory-limit)."""
     return bool(getattr(args, 'memory', False) or getattr(args, 'checkpoint', None)
                 or getattr(args, 'memory_limit', None))
-
-
-def refuse_loops(graph, args):
-    """A usage error where a command does not take loops yet (forward mode's
-    tangent passes): one line, before anything runs."""
-    command = str(args.command)
-    if graph.loops and command in ('grad', 'jacobian') and \
-            getattr(args, 'mode', 'reverse') == 'forward':
-        raise UsageError(f'adgrad {command} --mode forward does not take loops yet: reverse '
-                         'mode does (--mode reverse)')
 
 
 def refuse_arrays(graph, bindings, what):

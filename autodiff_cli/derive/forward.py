@@ -39,14 +39,48 @@ def tangents(graph, values, seed, algebra=NUMBERS):
     for name, t in ({seed: 1.0} if isinstance(seed, str) else seed).items():
         result[graph.inputs[name]] = t
     settle = getattr(algebra, 'settle', None)   # arrays: a tangent in its node's shape
+    looped = {}   # a loop node's id -> its outputs' tangents, which its parts take
     for i, node in enumerate(nodes):
         if not node.args:
             continue
+        if node.op == 'part':
+            outputs = looped.get(node.args[0])
+            result[i] = None if outputs is None else outputs[node.value]
+            continue
         given = [result[a] for a in node.args]
-        if any(t is not None for t in given):
-            total = node_tangent(graph, i, given, values, algebra)
-            result[i] = total if settle is None or total is None else settle(total, values[i])
+        if not any(t is not None for t in given):
+            continue
+        if node.op == 'loop':
+            looped[i] = _through_loop(node.value, values[i], given, algebra)
+            continue
+        total = node_tangent(graph, i, given, values, algebra)
+        result[i] = total if settle is None or total is None else settle(total, values[i])
     return result
+
+
+def _through_loop(loop, run_, given, algebra):
+    """The tangents of a loop's outputs, given its arguments' (None: none):
+    each iteration's values computed again from the carried state, and its
+    body's tangents by tangents(), a tangent carried beside each value."""
+    from ..core import loops
+    body, args = loop.body, run_.args
+    step, after = loops.stepper(loop, algebra, run_.inner, run_.forward)
+    state = loops.initial(loop, args)
+    carried = [t if kind == loops.CARRY else None for (kind, _), t in zip(loop.slots, given)]
+    found = [None] * len(body.nodes)
+    for t in range(loop.count):
+        values = step(state, args, t)
+        seed = {}
+        for j, (kind, sid) in enumerate(loop.slots):
+            here = carried[j] if kind == loops.CARRY else given[j]
+            if kind == loops.SCAN and here is not None:
+                here = algebra.index(here, (loop.first + t,))
+            if here is not None:
+                seed[body.nodes[sid].name] = here
+        found = tangents(body, values, seed, algebra)
+        carried = [None if out is None else found[out] for out in loop.carry]
+        state = after(values, state)
+    return [found[o] for o in loop.outputs]
 
 
 def node_tangent(graph, i, given, values, algebra=NUMBERS):
