@@ -8,9 +8,10 @@ Jupyter asks for it. Errors are AdgradError, as the commands' are.
 
 Values are keyword arguments: a number, a NumPy array or nested lists, or
 text the command line would read (`x=2`, `x='pi/4'`); a dict before them
-holds names that are also options (`render({'color': 1}, color='magnitude')`). Bindings are not kept: each call
-starts from the program's own `input` defaults. Array programs take eval,
-grad, hessian, check and render (and its page), as the commands do; diff refuses them.
+holds names that are also options (`render({'color': 1}, color='magnitude')`).
+Bindings are not kept: each call starts from the program's own `input`
+defaults. Array programs take every method, as the commands do; an array
+program with a loop is refused by diff and hessian (an AdgradError).
 """
 
 import html

@@ -271,3 +271,15 @@ def test_an_array_programs_points_get_the_same_numbers_checkpointed(tmp_path):
     for pol in ('sqrt', 'every:1', 'every:3'):
         run = run_main(argv + ['--checkpoint', pol])
         assert (run.code, run.out, run.err) == (plain.code, plain.out, plain.err), pol
+
+
+@pytest.mark.parametrize('words', [['--checkpoint', 'sqrt'], ['--checkpoint', 'every:1'],
+                                   ['--memory-limit', '1kB']])
+def test_a_size_name_read_as_a_number_is_bound_when_checkpointed(words):
+    # eye(n) and /n: the sizes the inputs give, as the plain pass binds them
+    source = 'input A[n, n], x[n]\ny = (A + eye(n)) @ x / n\nsum(tanh(y)^2)'
+    argv = ['grad', source, 'A=[[1, 2], [3, 4]]', 'x=[0.5, -1]', '--json']
+    plain = run_main(argv)
+    run = run_main(argv + words)
+    assert plain.code == run.code == 0, run.err
+    assert run.out == plain.out

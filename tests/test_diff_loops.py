@@ -278,7 +278,7 @@ def test_fit_takes_a_model_with_a_loop(tmp_path):
 def test_an_array_programs_hessian_with_a_loop_is_refused_in_one_line():
     run = run_main(['hessian', 'input x[2] = [1, 2]\nfor i in 0..3 {\n x = sin(x)\n}\nsum(x)'])
     assert run.code == 2 and run.out == '' and run.err.count('\n') == 1
-    assert 'loops yet' in run.err, run.err
+    assert 'with loops are not available yet' in run.err, run.err
 
 
 @pytest.mark.parametrize('name', sorted(PROGRAMS))
@@ -307,3 +307,11 @@ def test_forward_mode_jacobian_through_a_loop_over_slices():
     got = {mode: json.loads(r.out)['jacobian'] for mode, r in runs.items()}
     for name in ('W', 'x'):
         assert np.allclose(got['forward'][name], got['reverse'][name], rtol=1e-13, atol=1e-15)
+
+
+def test_a_high_order_of_a_loop_stops_at_the_recording_limit_in_one_line():
+    # each order doubles what the loop carries: order 30 would be 2^30 tangents
+    source, _ = _program('sin chain', 5)
+    run = run_main(['diff', source, '--order', '30'])
+    assert run.code == 2 and run.out == '' and run.err.count('\n') == 1
+    assert 'would take more than 250,000 steps to record' in run.err, run.err

@@ -191,16 +191,9 @@ def tape_cuts(graph, pol, sizes=None, budget=None):
     n = len(starts)
     if pol.kind == 'none' or n < 2 or graph.loops:   # a loop's iterations are the segments
         return [0]
-    if pol.kind == 'sqrt':
-        k = math.ceil(math.sqrt(n))
-    elif pol.kind == 'every':
-        k = pol.every
-    else:
-        total = sum(sizes) if sizes else 0
-        if budget is None or total <= budget:
-            return [0]
-        k = max(1, math.ceil(math.sqrt(n)))
-    return starts[::k]
+    if pol.kind == 'auto' and (budget is None or sum(sizes or ()) <= budget):
+        return [0]
+    return starts[::pol.every if pol.kind == 'every' else math.ceil(math.sqrt(n))]
 
 
 def _node_bytes(graph, inputs, algebra):
@@ -251,10 +244,10 @@ Memory = namedtuple('Memory', 'values bytes gradient_bytes peak holders recomput
 
 
 def gradients(graph, inputs, algebra, pol=PLAIN, seed=1.0, backward_pass=True):
-    """Values of every node and gradients of the inputs (those `algebra.wanted`
-    names, if it has that; None for the other nodes) as a Run, keeping what `pol` says, and the Memory the pass held.
-    Values the checkpointed forward dropped hold None (a placeholder of their
-    shape over arrays) afterwards."""
+    """Values of every node and gradients of the inputs (of `algebra.wanted`'s
+    names, where it says; None for the other nodes) as a Run, keeping what
+    `pol` says, and the Memory the pass held. Values the checkpointed
+    forward dropped hold None (a placeholder of their shape over arrays)."""
     from .passes import require_inputs
     require_inputs(graph, inputs)
     budget = None
@@ -325,6 +318,7 @@ def array_gradients(graph, inputs, pol=PLAIN, wrt=None, backward_pass=True):
     if wrt is not None:
         k = SimpleNamespace(**{**vars(k), 'wanted': frozenset(wrt)})
     inputs = {name: k.coerce(v) for name, v in inputs.items()}
+    graph = tensors.bind_sizes(graph, inputs)   # the n of eye(n): the same node ids
     tensors.shapes(graph, inputs)
     with k.np.errstate(all='ignore'):
         return gradients(graph, inputs, k, pol, backward_pass=backward_pass)

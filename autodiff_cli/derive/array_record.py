@@ -109,8 +109,9 @@ def array_hessian(graph, point, names):
 
     import numpy as np
     if graph.loops:
-        raise AdgradError('hessian does not take array programs with loops yet: grad computes '
-                          'their gradients (hessian takes loops over numbers)')
+        raise AdgradError('second derivatives of an array program with loops are not '
+                          'available yet (hessian, newton, check --order 2): grad computes its '
+                          'gradients, and a program of numbers with loops takes them all')
     point = {name: tensors.algebra().coerce(value) for name, value in point.items()}
     graph = tensors.bind_sizes(graph, point)
     shape = tensors.shapes(graph, point)[graph.output]

@@ -21,8 +21,8 @@ identities exact in IEEE arithmetic (simplify.py).
 
 A program with loops is recorded in forward mode instead, its loops kept
 loops (recurrence.py): the recurrence of each ∂f/∂x_i differentiated again,
-forward over forward, as `diff --order 2` prints it; one pass over the
-loops gives every entry.
+forward over forward, as `diff --order 2` prints it: n first derivatives,
+each carrying up to n tangents of its own, evaluated in one pass.
 """
 
 from ..core.graph import Graph
@@ -72,6 +72,8 @@ def hessian(graph, point, names=None, prepared=None, mode='reverse'):
     the order of `names` (default: every variable). `prepared` is
     prepare()'s result, to reuse over many points."""
     names = list(graph.inputs) if names is None else list(names)
+    if not names:
+        return []
     if graph.loops:
         return _of_loops(*(prepared or prepare(graph, names)), point, len(names))
     grad_graph, roots = prepared or gradient_graph(graph, names)

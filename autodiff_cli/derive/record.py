@@ -24,7 +24,7 @@ from ..core.primitives import PRIMITIVES
 from ..errors import AdgradError
 from .simplify import SIMPLIFY, Ref
 
-DERIVATIVE_WALK_LIMIT = 250_000   # tape nodes walked by the orders after the first
+DERIVATIVE_WALK_LIMIT = 250_000   # tape nodes walked (or, with loops, recorded) by higher orders
 
 
 _FORWARD = {name: row.forward for name, row in PRIMITIVES.items()}
@@ -351,18 +351,26 @@ def second_derivatives(graph, wrt, simplify=True, exact=False, with_value=False)
         if isinstance(first, Ref):
             walked += len(tape.nodes)   # as nth_derivative: a bound on the passes' work
             if walked > DERIVATIVE_WALK_LIMIT:
-                raise AdgradError(f'the second derivatives by {len(wrt)} variables would take '
-                                  f'more than {DERIVATIVE_WALK_LIMIT:,} steps to record; ask '
-                                  'for fewer with --wrt')
+                raise _too_many(wrt)
             current = Graph(tape.nodes, first, dict(tape.inputs), {}, graph.source)
             here = [n.value if n.op == 'const' else Ref(k) for k, n in enumerate(tape.nodes)]
             found = backward(current, here, algebra=tape)
             seconds = {b: found[tape.inputs[b]] if b in tape.inputs else 0.0 for b in wrt[i:]}
-        for b in wrt[i:]:
-            label = f'{a}_{b}'
-            results.append((label, seconds.get(b, 0.0)))
-            pairs[label] = (a, b)
+        _entries(a, wrt[i:], seconds, results, pairs)
     return Derivative(tape, results, graph.source, 2, pairs)
+
+
+def _entries(a, others, seconds, results, pairs):
+    """The results ∂²/∂a∂b for b in `others`, labelled a_b, from {b: Ref or float}."""
+    for b in others:
+        label = f'{a}_{b}'
+        results.append((label, seconds.get(b, 0.0)))
+        pairs[label] = (a, b)
+
+
+def _too_many(wrt):
+    return AdgradError(f'the second derivatives by {len(wrt)} variables would take more than '
+                       f'{DERIVATIVE_WALK_LIMIT:,} steps to record; ask for fewer with --wrt')
 
 
 # ---- programs with loops: forward mode again, each loop kept a loop ----
@@ -387,23 +395,18 @@ def _loops_again(graph, wrt, order, simplify, exact, with_value):
 
 
 def _loops_second(graph, wrt, simplify, exact, with_value):
-    """second_derivatives of a program with loops: each first derivative's
-    graph differentiated by the variables from its own on, all on one tape."""
+    """second_derivatives of a program with loops: each variable's first
+    derivative (a loop carrying its one tangent) differentiated by the
+    variables from its own on, all on one tape: n² recorded tangents."""
     from .recurrence import record_loops
-    first = differentiate(graph, wrt, simplify=simplify, exact=exact)
     tape = Tape(simplify, exact)
     results = record_loops(graph, tape, [], True) if with_value else []
     pairs = {}
     for i, a in enumerate(wrt):
         if _recorded_size(tape) > DERIVATIVE_WALK_LIMIT:
-            raise AdgradError(f'the second derivatives by {len(wrt)} variables would take '
-                              f'more than {DERIVATIVE_WALK_LIMIT:,} steps to record; ask '
-                              'for fewer with --wrt')
-        seconds = dict(record_loops(first.graph(i), tape, wrt[i:]))
-        for b in wrt[i:]:
-            label = f'{a}_{b}'
-            results.append((label, seconds[b]))
-            pairs[label] = (a, b)
+            raise _too_many(wrt)
+        first = differentiate(graph, [a], simplify=simplify, exact=exact)
+        _entries(a, wrt[i:], dict(record_loops(first.graph(0), tape, wrt[i:])), results, pairs)
     return Derivative(tape, results, graph.source, 2, pairs)
 
 
@@ -415,5 +418,3 @@ def _recorded_size(tape):
         size += len(body.nodes)
         bodies.extend(body.nodes[i].value.body for i in body.loops)
     return size
-
-

@@ -53,8 +53,8 @@ class Values:
 
 
 def values_for(graph, bindings, names, checkpoint=None):
-    """eval's and grad's computation: Values, or ArrayRows for an array program
-    (`checkpoint`, a Policy, for a batch of numbers)."""
+    """eval's and grad's computation: Values, or ArrayRows for an array program;
+    `checkpoint`, a Policy of core/checkpoint.py, keeps less for backward."""
     from ..core.graph import is_array_program
     if is_array_program(graph, bindings):
         return ArrayRows(graph, bindings, names, checkpoint)
