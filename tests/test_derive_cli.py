@@ -117,6 +117,22 @@ def test_grad_forward_mode_nodes_shows_each_pass():
     assert [r['tangent'] for r in passes_json['y']] == [0.0, 1.0, 2.0]
 
 
+def test_forward_mode_shows_the_tangent_of_a_value_no_output_reads():
+    # ∂a/∂x = 2 by hand, though a reaches no output; a loop's final x, which
+    # the output does not read, against central differences of its value
+    out = run_main(['grad', 'a = x*2; y = x*3; y', 'x=1', '--mode', 'forward', '--nodes']).out
+    assert 'pass\tx\t2\tmul\ta\t2.0\t2.0\tx*2' in out.splitlines()
+    loop = 'input x = 0.5, y = -0.3\nfor i in 0..4 {\n x = sin(x*y) + 0.5*x\n y = y + cos(x)\n}\n'
+    rows = json.loads(run_main(['grad', loop + 'y', '--mode', 'forward', '--nodes',
+                                '--json']).out)['passes']['x']
+    final_x = next(r['tangent'] for r in rows if r['op'] == 'part' and r['name'] == 'x#3')
+
+    def x_after(x):
+        return float(run_main(['eval', loop + 'x', f'x={x!r}']).out)
+    h = 1e-6
+    assert final_x == pytest.approx((x_after(0.5 + h) - x_after(0.5 - h)) / (2 * h), rel=1e-7)
+
+
 # ---- check ----
 
 @pytest.mark.parametrize('path', ['samples/product.ad', 'samples/blocks.ad', 'samples/deep.ad',

@@ -22,8 +22,13 @@ def run_forward(args, graph, inputs, names, env):
     if not args.nodes:
         write(result, args.format, env)
         return Exit.OK
-    tangents = {name: [0.0 if t is None else t for t in passes[name]] for name in names}
-    records = {name: node_records(graph, values, tangents[name]) for name in names}
+    from ..core.passes import receives_gradient
+    reaches = receives_gradient(graph)
+    # A tangent is shown wherever the node depends on the variable, even if
+    # the node reaches no output; 0 where it does not but reaches one.
+    records = {name: node_records(graph, values, [0.0 if t is None else t for t in passes[name]],
+                                  shown=[t is not None or r for t, r in zip(passes[name], reaches)])
+               for name in names}
     env.stdout.write(_passes_text(result, records, args.format, env))
     return Exit.OK
 

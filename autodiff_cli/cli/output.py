@@ -121,8 +121,9 @@ class _Texts:
         return len(self.graph.nodes)
 
 
-def node_records(graph, values, grads=None, text_limit=120):
-    """The nodes that ran at this point (an `if`'s untaken branch did not), by tape id."""
+def node_records(graph, values, grads=None, text_limit=120, shown=None):
+    """The nodes that ran at this point (an `if`'s untaken branch did not), by
+    tape id; `grads` shown where `shown` says (default: where one reaches)."""
     from itertools import compress
 
     from ..core.passes import executed, receives_gradient
@@ -130,7 +131,8 @@ def node_records(graph, values, grads=None, text_limit=120):
     if grads is None:
         grads = [None] * len(nodes)
     else:   # a gradient is shown only where one reaches
-        grads = [grad if show else None for grad, show in zip(grads, receives_gradient(graph))]
+        shown = receives_gradient(graph) if shown is None else shown
+        grads = [grad if show else None for grad, show in zip(grads, shown)]
     ops, args, names, _, _, blocks = zip(*nodes) if nodes else [()] * 6   # the tape's columns, in C
     columns = [range(len(nodes)), ops, names, args, _Texts(graph, text_limit), blocks, values,
                grads]
