@@ -283,3 +283,17 @@ def test_a_size_name_read_as_a_number_is_bound_when_checkpointed(words):
     run = run_main(argv + words)
     assert plain.code == run.code == 0, run.err
     assert run.out == plain.out
+
+
+@pytest.mark.parametrize('words, message', [
+    (['--memory'], '--memory reports one point: leave out --points'),
+    (['--memory-limit', '1kB'], '--memory-limit measures the process at one point'),
+    (['--checkpoint', 'auto', '--memory-limit', '1kB'], '--memory-limit measures the process'),
+])
+def test_what_measures_one_point_says_so_with_points_by_the_option_given(tmp_path, words,
+                                                                          message):
+    (tmp_path / 'x.csv').write_text('x\n1\n2\n')
+    run = run_main(['grad', '-f', 'samples/deep_loop.ad', '--points', str(tmp_path / 'x.csv'),
+                    *words])
+    assert run.code == 2 and run.err.startswith(f'adgrad: error: {message}'), run.err
+    assert run.err.count('\n') == 1

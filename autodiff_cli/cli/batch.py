@@ -75,7 +75,11 @@ def run_points(args, graph, bindings, names, env):
     from .memory import policy_of
     checkpoint = policy_of(args) if memory_wanted(args) else None
     if checkpoint is not None and (args.memory or checkpoint.kind == 'auto'):
-        raise UsageError('--memory and --checkpoint auto report one point: leave out --points')
+        if args.memory:
+            raise UsageError('--memory reports one point: leave out --points')
+        asked = '--memory-limit' if args.memory_limit else '--checkpoint auto'
+        raise UsageError(f'{asked} measures the process at one point: leave out --points, or '
+                         'give --checkpoint sqrt or every:K')
     if batch.engine == 'dask':
         if checkpoint is not None:
             raise UsageError('--checkpoint goes with --engine numpy')

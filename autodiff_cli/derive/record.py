@@ -386,9 +386,9 @@ def _loops_again(graph, wrt, order, simplify, exact, with_value):
         (result,) = [r for _, r in record_loops(current, tape, [wrt])]
         recorded += _recorded_size(tape)
         if k + 1 < order and recorded > DERIVATIVE_WALK_LIMIT:
-            raise AdgradError(f'the derivative of order {k + 2} would take more than '
-                              f'{DERIVATIVE_WALK_LIMIT:,} steps to record; ask for a lower '
-                              '--order')
+            raise AdgradError(f'the derivative of order {order} would take more than '
+                              f'{DERIVATIVE_WALK_LIMIT:,} steps to record (each order doubles '
+                              f'what the loop carries): ask for --order {k + 1} or lower')
         current = Derivative(tape, [(wrt, result)], graph.source).graph(0)
     value = record_loops(graph, tape, [], True) if with_value else []
     return Derivative(tape, value + [(wrt, result)], graph.source, order)
