@@ -32,6 +32,10 @@ ROWS = [
     # 2. Python's range
     row(['grad', 'input x=1; for i in range(3) { x = x*2 }; x'], 2,
         'there is no range(): loops are written for i in 0..3 { ... }'),
+    row(['eval', 'input x = 1; for i in 0...3 { x = x + 1 }; x'], 2,
+        'a range has two dots, not three: a..b, such as 0..3'),
+    row(['eval', 'input x = 1; for i in 0..3 { x = x + i }; i'], 2,
+        "no value for 'i' (a loop index exists only inside its loop)"),
     # 3. options in the wrong place, of another command, in capitals, with a value
     row(['--json', 'grad', 'x^2', 'x=3'], 2,
         "options go after the command: adgrad grad 'x^2' x=3 --json"),

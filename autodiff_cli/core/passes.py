@@ -80,9 +80,24 @@ def require_inputs(graph, inputs):
     """An error pointing at the first variable that `inputs` gives no value."""
     missing = [name for name in graph.inputs if name not in inputs]
     if missing:
-        node = graph.nodes[graph.inputs[missing[0]]]
-        raise AdgradError(f"no value for '{missing[0]}': give it as {missing[0]}=VALUE",
+        name = missing[0]
+        node = graph.nodes[graph.inputs[name]]
+        index = ' (a loop index exists only inside its loop)' if name in _indices(graph) else ''
+        raise AdgradError(f"no value for '{name}'{index}: give it as {name}=VALUE",
                           graph.source, node.span[0] if node.span else None)
+
+
+def _indices(graph):
+    """The names of the loops' indices, nested loops' too."""
+    names, bodies = set(), [graph]
+    while bodies:
+        body = bodies.pop()
+        for i in body.loops:
+            loop = body.nodes[i].value
+            if loop.index is not None:
+                names.add(loop.body.nodes[loop.index].name)
+            bodies.append(loop.body)
+    return names
 
 
 RULES = {name: row.vjp for name, row in PRIMITIVES.items()}

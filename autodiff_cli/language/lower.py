@@ -813,6 +813,8 @@ class Lowering(ArrayLowering):
             self.statement_begins()   # raises
         if len(self.loops) >= MAX_NESTING:
             raise self.error(f'loops nest at most {MAX_NESTING} deep', start)
+        if self.source[high[0] - 1:high[0] + 1] == '..':   # 0...3: the end read as .3
+            raise self.error('a range has two dots, not three: a..b, such as 0..3', high[0] - 2)
         stop = self.integer(high, "a loop's end", '10')    # (its nodes are the target's last)
         first = self.integer(low, "a loop's start", '0')
         if first < 0:
