@@ -44,6 +44,7 @@ def run_batch(graph, columns, rows, wrt=(), out=None, checkpoint=None):
     checkpoint.py, keeps less for backward and computes more.
     """
     np, arrays = _arrays()
+    checkpointed = checkpoint is not None and checkpoint.kind != 'none'
     if out is not None:
         value, gradient = out[0], dict(zip(wrt, out[1:]))
     else:
@@ -61,7 +62,7 @@ def run_batch(graph, columns, rows, wrt=(), out=None, checkpoint=None):
             stop = min(start + step, rows)
             block = {name: column[start:stop] if np.ndim(column) else column
                      for name, column in columns.items()}
-            if checkpoint is not None and checkpoint.kind != 'none':
+            if checkpointed:
                 from .checkpoint import gradients
                 values, grads = gradients(graph, block, arrays, checkpoint,
                                           backward_pass=bool(wrt))[:2]
@@ -71,7 +72,7 @@ def run_batch(graph, columns, rows, wrt=(), out=None, checkpoint=None):
             produced = [values[graph.output]]
             value[start:stop] = produced[0]
             if wrt:
-                if checkpoint is None or checkpoint.kind == 'none':
+                if not checkpointed:
                     grads = backward(graph, values, algebra=arrays)
                 for name in wrt:
                     produced.append(grads[graph.inputs[name]])
@@ -95,7 +96,7 @@ def run_batch(graph, columns, rows, wrt=(), out=None, checkpoint=None):
             # The nodes' values first; where every one is finite in those
             # rows (sqrt(x) at 0, whose gradient is inf), the gradients.
             # (Checkpoints dropped values: they are all computed again.)
-            if checkpoint is not None and checkpoint.kind != 'none':
+            if checkpointed:
                 values = forward(graph, block, arrays)
             suspects = values + produced[1:]
             bad = next((i for i, v in enumerate(suspects)

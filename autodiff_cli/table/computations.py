@@ -128,7 +128,7 @@ class ArrayRows(Values):
             values, grads = run.values, run.grads
         else:
             values = tensors.evaluate(self.graph, point)
-            grads = self.names and tensors.gradients(self.graph, values, wrt=self.names)
+            grads = tensors.gradients(self.graph, values, wrt=self.names) if self.names else None
         entries = [np.ravel(values[self.graph.output])]
         first = None
         if not tensors.is_finite(entries[0]):   # (checkpoints dropped values: all again)
