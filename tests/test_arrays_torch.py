@@ -197,6 +197,8 @@ JACOBIANS = [
     ('[max(x), min(x), mean(x), logsumexp(x), trace(M)]', dict(x=X3, M=SPD),
      lambda x, M: T.stack([x.max(), x.min(), x.mean(), T.logsumexp(x, 0), T.trace(M)])),
     ('x * c + c', dict(x=X3, c=np.array(2.0)), lambda x, c: x * c + c),
+    # a variable exponent's cotangent, which a constant's (y^2) never computes
+    ('(x*x + 1)^y + y^2 + 2^x', dict(x=X3, y=Y3), lambda x, y: (x * x + 1) ** y + y ** 2 + 2 ** x),
 ]
 
 

@@ -125,3 +125,30 @@ def test_bad_memory_picture_options_are_one_line_usage_errors(argv, message, mon
     monkeypatch.chdir(ROOT)
     code, _, err = run_main(['render', '-f', 'samples/deep.ad', *argv, '-o', '-'])
     assert code == 2 and message in err and err.count('\n') == 1, err
+
+
+def test_a_constant_exponent_is_differentiated_only_over_numbers():
+    # torch's needs_input_grad: over arrays ∂(x^2)/∂2 = x^2·log(x) is never
+    # asked for, so the rule neither computes it nor keeps x^2 for it; the
+    # exponent of x^y is a variable's, and keeps it. Numbers compute every
+    # cotangent, so their probe reads the output either way.
+    import numpy as np
+
+    from autodiff_cli.core import tensors
+    k = tensors.algebra()
+    x, y = np.array([0.5, 2.0, 3.0]), np.array([2.0, 0.5, 1.5])
+    assert reads('pow', x ** 2, [x, np.asarray(2.0)], k, needless=frozenset([1])) == {0, 1}
+    assert reads('pow', x ** y, [x, y], k) == {OUT, 0, 1}
+    assert reads('pow', 0.25, [0.5, 2.0], NUMBERS, needless=frozenset([1])) == {OUT, 0, 1}
+    for text, power_kept in (('input x[3], y[3]\nmean(x^2)', False),
+                             ('input x[3], y[3]\nmean(x^y)', True)):
+        graph = lower(text)
+        point = {'x': x, 'y': y}
+        run = checkpoint.array_gradients(graph, point)
+        power = next(i for i, node in enumerate(graph.nodes) if node.op == 'pow')
+        assert saved(graph, forward(graph, point, k), k)[power] is power_kept
+        # the gradients, by hand: 2x/3 and x^y·log(x)/3 (0 where y is no input's)
+        assert np.allclose(run.grads[graph.inputs['x']], y * x ** (y - 1) / 3
+                           if power_kept else 2 * x / 3, rtol=1e-15)
+        expected_y = x ** y * np.log(x) / 3 if power_kept else np.zeros(3)
+        assert np.allclose(run.grads[graph.inputs['y']], expected_y, rtol=1e-15)

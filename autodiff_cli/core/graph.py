@@ -190,3 +190,15 @@ def is_array_program(graph, inputs=None):
     a value given for one of its inputs is one."""
     return graph.shapes is not None or inputs is not None and any(
         getattr(v, 'ndim', 0) for v in inputs.values())
+
+
+def leading_to_inputs(graph, wanted=None):
+    """Per node, whether it depends on an input (of the names `wanted`, or
+    any): whether a cotangent arriving there can reach a gradient."""
+    result = [False] * len(graph.nodes)
+    for i, node in enumerate(graph.nodes):
+        if node.op == 'input':
+            result[i] = wanted is None or node.name in wanted
+        elif node.args:
+            result[i] = any(result[a] for a in node.args)
+    return result

@@ -75,13 +75,24 @@ def _min_vjp(k, g, out, a, b):
             k.where(k.eq(a, b), half, k.where(k.lt(a, b), 0.0, g)))
 
 
+def _deferred(k, compute):
+    """A cotangent that only some arguments need, as an algebra that can tell
+    (arrays': tensors.Unbroadcast, torch's needs_input_grad) defers it;
+    every other algebra computes it at once."""
+    defer = getattr(k, 'deferred', None)
+    return compute() if defer is None else defer(compute)
+
+
 def _pow_vjp(k, g, out, a, b):
     d_base = k.where(k.eq(b, 0.0), 0.0, k.mul(g, k.mul(b, k.pow(a, k.sub(b, 1.0)))))
-    zero_base = k.mul(k.eq(a, 0.0), k.ge(b, 0.0))
-    # Where PyTorch masks matters: inside the product here, so a nan arriving
-    # in g still reaches the exponent; outside it for the base.
-    d_exponent = k.mul(g, k.where(zero_base, 0.0, k.mul(out, k.log(a))))
-    return d_base, d_exponent
+
+    def d_exponent():
+        # Where PyTorch masks matters: inside the product here, so a nan arriving
+        # in g still reaches the exponent; outside it for the base.
+        zero_base = k.mul(k.eq(a, 0.0), k.ge(b, 0.0))
+        return k.mul(g, k.where(zero_base, 0.0, k.mul(out, k.log(a))))
+    # deferred: a constant exponent, as x^2's, needs none, nor keeps `out`
+    return d_base, _deferred(k, d_exponent)
 
 
 def _atan2_vjp(k, g, out, y, x):

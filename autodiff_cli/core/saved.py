@@ -9,6 +9,8 @@ values that record where they came from (a probe), as JAX finds a
 function's residuals by tracing it.
 """
 
+from .array_rules import Deferred
+from .graph import leading_to_inputs
 from .primitives import PRIMITIVES, SELECT, names_of
 
 _CHOICES = frozenset(names_of(SELECT))
@@ -52,17 +54,21 @@ def _probe(algebra, read):
     return SimpleNamespace(**fields)
 
 
-def reads(op, out, args, algebra, static=()):
+def reads(op, out, args, algebra, static=(), needless=frozenset()):
     """The positions whose values op's rule reads (OUT for its output), given
     one example of its values; every position where the probe cannot tell.
-    `static`: the positions of plain arguments (an axis, an index)."""
+    `static`: the positions of plain arguments (an axis, an index);
+    `needless`: those no gradient flows through (a constant), whose
+    cotangent an algebra that defers (arrays') never computes."""
     if out is None or any(a is None for k, a in enumerate(args) if k not in static):
         return frozenset([OUT, *range(len(args))])   # a value dropped already: no example
+    if getattr(algebra, 'deferred', None) is not Deferred:
+        needless = frozenset()   # every cotangent is computed, and reads
     key = (op, _signature(out), tuple(('static', repr(a)) if k in static else _signature(a)
-                                      for k, a in enumerate(args)))
+                                      for k, a in enumerate(args)), needless)
     known = _READS.get(key)
     if known is None:
-        known = _READS[key] = _run_probe(op, out, args, algebra, static)
+        known = _READS[key] = _run_probe(op, out, args, algebra, static, needless)
     return known
 
 
@@ -71,8 +77,7 @@ def _signature(x):
     return () if shape is None else tuple(shape)
 
 
-def _run_probe(op, out, args, algebra, static):
-    from .array_rules import Deferred
+def _run_probe(op, out, args, algebra, static, needless):
     everything = frozenset([OUT, *range(len(args))])
     read = set()
     k = _probe(algebra, read)
@@ -80,8 +85,10 @@ def _run_probe(op, out, args, algebra, static):
     try:
         given = PRIMITIVES[op].vjp(k, _Traced(out, frozenset()), _Traced(out, frozenset([OUT])),
                                    *traced)
-        for g in given:
+        for j, g in enumerate(given):
             if type(g) is Deferred:
+                if j in needless:
+                    continue
                 g = g.compute()
             if type(g) is _Traced:
                 read.update(g.origins)
@@ -103,6 +110,7 @@ def saved(graph, values, algebra, among=None, keep=None):
         keep[graph.output] = True
         for branch in graph.branches:
             keep[branch.condition] = True
+    leads = leading_to_inputs(graph)
     np = getattr(algebra, 'np', None)
     quiet = np.errstate(all='ignore') if np is not None else _Nothing()
     with quiet:
@@ -113,7 +121,9 @@ def saved(graph, values, algebra, among=None, keep=None):
             if node.op in _CHOICES:
                 keep[node.args[0]] = True
             static = frozenset(j for j, a in enumerate(node.args) if nodes[a].op == 'static')
-            for j in reads(node.op, values[i], [values[a] for a in node.args], algebra, static):
+            needless = frozenset(j for j, a in enumerate(node.args) if not leads[a])
+            for j in reads(node.op, values[i], [values[a] for a in node.args], algebra, static,
+                           needless):
                 keep[i if j == OUT else node.args[j]] = True
     return keep
 

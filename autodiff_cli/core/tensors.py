@@ -11,7 +11,7 @@ NumPy is imported only on this path.
 
 from ..errors import AdgradError
 from .array_rules import Deferred, ShapeError, broadcast, names_a_size, shown
-from .graph import is_array_program  # noqa: F401 - where the library has looked for it
+from .graph import is_array_program, leading_to_inputs  # noqa: F401 - (where the library has looked for it)
 from .primitives import PRIMITIVES, TENSOR
 
 MAX_AXES = 3   # vectors, matrices, and stacks of matrices (a layer per slice)
@@ -37,7 +37,7 @@ def algebra():
         forms['tanh'] = np.tanh
         settle = lambda t, value: np.broadcast_to(t, np.shape(value))   # noqa: E731
         _ALGEBRA.append(SimpleNamespace(np=np, coerce=lambda v: np.asarray(v, dtype=np.float64),
-                                        meeting=Unbroadcast, settle=settle, wanted=None,
+                                        meeting=Unbroadcast, deferred=Deferred, settle=settle, wanted=None,
                                         value=lambda v: v, shape=lambda v: getattr(v, 'shape', ()),
                                         **forms))
     return _ALGEBRA[0]
@@ -54,7 +54,7 @@ class Unbroadcast:
         self.grads, self.np, self.nodes, self.values = grads, algebra.np, graph.nodes, values
         self.k, self.select = algebra, getattr(algebra, 'if')
         self.shapes = [algebra.shape(v) for v in values]
-        self.needed = _leading_to(graph, algebra.wanted)
+        self.needed = leading_to_inputs(graph, algebra.wanted)
         # Below an `if`, the entries that took each branch: None is every entry.
         self.live = [None] * len(values) if any(n.op == 'if' for n in graph.nodes) else None
 
@@ -96,17 +96,6 @@ class Unbroadcast:
     def result(self):
         zeros = self.np.zeros
         return [zeros(shape) if g is None else g for g, shape in zip(self.grads, self.shapes)]
-
-
-def _leading_to(graph, wanted):
-    """Per node, whether it depends on an input whose gradient is wanted."""
-    result = [False] * len(graph.nodes)
-    for i, node in enumerate(graph.nodes):
-        if node.op == 'input':
-            result[i] = wanted is None or node.name in wanted
-        elif node.args:
-            result[i] = any(result[a] for a in node.args)
-    return result
 
 
 def _any_to(np, mask, shape):

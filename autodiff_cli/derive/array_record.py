@@ -30,6 +30,7 @@ class Trace:
     """The recording algebra over arrays: each primitive computed and recorded."""
 
     meeting = tensors.Unbroadcast
+    deferred = tensors.Deferred   # computed only for an argument that needs one
     higher_order = True   # a rule takes the form torch takes under create_graph
 
     def __init__(self, wanted=None):

@@ -23,6 +23,7 @@ The algebra is the caller's: NUMBERS gives numbers, the recording algebra of
 record.py gives the tangent's own graph.
 """
 
+from ..core.array_rules import Deferred
 from ..core.passes import pullback
 from ..core.primitives import NUMBERS, PRIMITIVES
 
@@ -95,6 +96,8 @@ def node_tangent(graph, i, given, values, algebra=NUMBERS):
         if t is None:
             continue
         contribution = pullback(graph, i, t, values, algebra)[j]
+        if type(contribution) is Deferred:   # (an array rule's, computed when asked)
+            contribution = contribution.compute()
         if contribution is not None:
             total = contribution if total is None else algebra.add(total, contribution)
     return total
