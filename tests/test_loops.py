@@ -159,6 +159,12 @@ def test_samples_deep_loop_equals_samples_deep():
     ('input x = 1\nfor i in 0..3 {\n}', 'this loop binds no name', 1),
     ('input x[3]\nfor i in 0..3 {\n y = x[i, 0]\n}', "a loop's index subscripts a value", 6),
     ('input x[3]\nfor i in 0..3 {\n x = x[i] + x\n}', "'x' changes in the loop", 6),
+    # the outer loop's slice, taken in the inner loop (it works as the message says:
+    # test_an_outer_slice_subscripted_in_an_inner_loop)
+    ('input x[3]\ns = 0\nfor i in 0..3 {\n for j in 0..3 {\n  s = s + x[i][j]\n }\n}',
+     'x[i] slices in the loop over i only: write x_i = x[i] there and use x_i here', 11),
+    ('input x[3]\ns = 0\nfor i in 0..3 {\n for j in 0..3 {\n  s = s + x[i, j]\n }\n}',
+     'x[i] slices in the loop over i only', 11),
 ])
 def test_bad_loops_are_one_line_errors_with_a_caret(text, message, column):
     run = run_main(['eval', text, 'x=[1,2,3]' if 'x[3]' in text else 'x=1'])
@@ -166,6 +172,18 @@ def test_bad_loops_are_one_line_errors_with_a_caret(text, message, column):
     first, code_line, caret = run.err.splitlines()
     assert message in first, run.err
     assert caret.index('^') - 2 == column - 1, run.err
+
+
+def test_an_outer_slice_subscripted_in_an_inner_loop():
+    # s = Σ_i Σ_j W[i, j]^2, so ∂s/∂W = 2W (by hand)
+    W = np.arange(24.0).reshape(3, 4, 2) / 10
+    text = ('input W[3, 4, 2]\ns = 0\nfor i in 0..3 {\n  W_i = W[i]\n  for j in 0..4 {\n'
+            '    s = s + sum(W_i[j]^2)\n  }\n}\ns')
+    run = run_main(['grad', text, 'W=' + str(W.tolist()), '--json'])
+    assert run.code == 0, run.err
+    result = json.loads(run.out)
+    assert result['value'] == pytest.approx(float(np.sum(W ** 2)), rel=1e-15)
+    np.testing.assert_allclose(result['gradient']['W'], 2 * W, rtol=1e-15)
 
 
 def test_a_slice_past_the_stack_and_a_changing_shape_are_refused_before_running():

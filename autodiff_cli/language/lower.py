@@ -914,10 +914,18 @@ class Lowering(ArrayLowering):
         subscripts do not use the index)."""
         scope = self.loops[-1]
         values = [item for item in subscripts if type(item) is tuple]
+        outer_of = {sid: o for (key, o), sid in scope.slots.items() if key == 'name'}
+        around = self.loops[-2] if len(self.loops) > 1 else None
+        if around is not None and a in outer_of and \
+                any(outer_of.get(item[2]) == around.index for item in values):
+            # W[i][j], W[i, j]: the slice of the loop around, taken here
+            name, index = scope.names_of[a], around.name
+            raise self.error(f'{name}[{index}] slices in the loop over {index} only: write '
+                             f'{name}_{index} = {name}[{index}] there and use {name}_{index} here',
+                             span[0])
         if not any(item[2] == scope.index for item in values):
             return None
-        outer = next((o for (key, o), sid in scope.slots.items() if sid == a and key == 'name'),
-                     None)
+        outer = outer_of.get(a)
         if len(subscripts) != 1 or subscripts[0][2] != scope.index or outer is None:
             raise self.error(f"a loop's index subscripts a value from outside the loop alone, "
                              f'as W[{scope.name}]', span[0])
