@@ -97,6 +97,47 @@ CASES = [
 ]
 
 
+def _layers(x, W, b):
+    for i in range(4):
+        x = T.tanh(W[i] @ x + b[i]) + 0.5 * x
+    return (x ** 2).sum() + 0.1 * (W ** 2).sum()
+
+
+def _branching(x, W):
+    for _ in range(5):
+        x = T.where(x > 0, x * 0.9, T.tanh(W @ x)) + 0.1
+    return (x ** 2).sum()
+
+
+def _nested(x, W):
+    for _ in range(3):
+        for j in range(2):
+            x = T.sin(W @ x) * (1 + 0.1 * j) + 0.5 * x
+    return (x ** 3).sum()
+
+
+def _scan_loss(w, X, y):
+    loss = 0
+    for i in range(5):
+        loss = loss + (T.tanh(X[i] @ w) - y[i]) ** 2
+    return loss
+
+
+# Loops: the gradient's recording runs each iteration's rules (W[i] and the
+# cotangent it sends back to W recorded too), then reverse over reverse.
+LOOPS = [
+    ('input x[3], W[4, 3, 3], b[4, 3]\nfor i in 0..4 {\n x = tanh(W[i] @ x + b[i]) + 0.5*x\n}\n'
+     'sum(x^2) + 0.1*sum(W^2)', dict(x=X3, W=_m(4, 3, 3) / 2, b=_m(4, 3) / 4), _layers),
+    ('input x[3], W[3, 3]\nfor i in 0..5 {\n x = if(x > 0, x * 0.9, tanh(W @ x)) + 0.1\n}\nsum(x^2)',
+     dict(x=np.array([0.5, -0.3, 0.2]), W=A33 / 2), _branching),
+    ('input x[2], W[2, 2]\nfor i in 0..3 {\n for j in 0..2 {\n  x = sin(W @ x) * (1 + 0.1*j) + 0.5*x'
+     '\n }\n}\nsum(x^3)', dict(x=B2, W=_m(2, 2)), _nested),
+    ('input w[2], X[5, 2], y[5]\nloss = 0\nfor i in 0..5 {\n loss = loss + (tanh(X[i] @ w) - y[i])^2'
+     '\n}\nloss', dict(w=B2, X=_m(5, 2), y=_m(5)), _scan_loss),
+]
+CASES += LOOPS
+
+
 def _torch_hessian(function, inputs):
     """torch's Hessian, its blocks joined into one matrix of flattened inputs."""
     blocks = T.autograd.functional.hessian(function, tuple(T.tensor(v) for v in inputs.values()))
@@ -142,6 +183,19 @@ def test_every_adjoint_is_recorded_by_some_case():
         trace, _ = recorded_gradient(lower(source), inputs, list(inputs))
         recorded |= {node.op for node in trace.nodes}
     assert not sorted(row.name for row in ADJOINTS if row.name not in recorded)
+
+
+def test_newton_minimizes_a_loop_program_of_arrays():
+    # the sum over i of (W[i] @ x - c[i])^2 is least squares: the normal
+    # equations' solution, by NumPy
+    W = np.array([[1.0, 2.0], [0.5, -1.0], [2.0, 0.3]])
+    c = np.array([1.0, -2.0, 0.5])
+    expected = np.linalg.solve(W.T @ W, W.T @ c)
+    source = 'input x[2], W[3, 2], c[3]\ns = 0\nfor i in 0..3 {\n s = s + (W[i] @ x - c[i])^2\n}\ns'
+    run = run_main(['minimize', source, 'x=[0, 0]', f'W={W.tolist()}', f'c={c.tolist()}',
+                    '--wrt', 'x', '--method', 'newton', '--json'])
+    assert run.code == 0, run.err
+    np.testing.assert_allclose(json.loads(run.out)['minimiser']['x'], expected, rtol=1e-12)
 
 
 def test_a_trace_folds_what_does_not_vary():
@@ -195,10 +249,15 @@ def test_hessian_over_data_is_of_the_parameters(tmp_path, monkeypatch):
     (['hessian', 'x * 2', 'x=[1, 2]'], 'the Hessian needs a scalar output, and this one has shape [2]'),
     (['hessian', 'sum(x)', 'x=[1, 2]', '--points', 'p.csv'], 'hessian --points takes programs of numbers'),
     (['hessian', 'x*y', 'x=1', '--data', 'p.csv'], 'the Hessian needs a scalar output'),
+    # 12,000² entries: refused before anything is recorded, with what to do
+    (['hessian', 'sum(x^2) + sum(y)', 'x=@big.npy', 'y=[1]'],
+     'the Hessian by x, y would have 12,001 × 12,001 entries, past the 134,217,728 an array '
+     'may hold: ask for fewer with --wrt'),
 ])
 def test_hessian_refuses_in_one_line(words, message, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / 'p.csv').write_text('y\n1\n2\n')
+    np.save(tmp_path / 'big.npy', np.ones(12000))
     out = run_main(words)
     assert out.code == 2
     assert message in out.err and len(out.err.strip().splitlines()) == 1, out.err

@@ -275,12 +275,6 @@ def test_fit_takes_a_model_with_a_loop(tmp_path):
                                                                           rel_tol=1e-12)
 
 
-def test_an_array_programs_hessian_with_a_loop_is_refused_in_one_line():
-    run = run_main(['hessian', 'input x[2] = [1, 2]\nfor i in 0..3 {\n x = sin(x)\n}\nsum(x)'])
-    assert run.code == 2 and run.out == '' and run.err.count('\n') == 1
-    assert 'with loops are not available yet' in run.err, run.err
-
-
 @pytest.mark.parametrize('name', sorted(PROGRAMS))
 def test_forward_mode_through_a_loop_gives_reverse_modes_numbers(name):
     # a tangent carried beside each carried value, iteration by iteration

@@ -12,6 +12,8 @@ are due (checkpointing: `strides`). Nothing recurses with the number of
 iterations; nested loops recurse once per level (lowering allows a few).
 """
 
+from operator import getitem
+
 from .graph import CARRY, FREE, SCAN, Loop  # (the data; this module runs it)
 
 
@@ -88,6 +90,7 @@ def stepper(loop, algebra, inner=(), forward=None):
     slots = [(kind, sid, j) for j, (kind, sid) in enumerate(loop.slots)]
     index, first = loop.index, loop.first
     carry = [(j, out) for j, out in enumerate(loop.carry) if out is not None]
+    take = getattr(algebra, 'take_slice', None) or getitem   # W[i]: a recording algebra's own
 
     def after(values, state):
         state = list(state)
@@ -102,7 +105,8 @@ def stepper(loop, algebra, inner=(), forward=None):
 
         def step(state, args, t):
             given = {names[sid]: state[j] if kind == CARRY else
-                     args[j][first + t] if kind == SCAN else args[j] for kind, sid, j in slots}
+                     take(args[j], first + t) if kind == SCAN else args[j]
+                     for kind, sid, j in slots}
             if index_name is not None:
                 given[index_name] = float(first + t)
             return forward(body, given, algebra, inner)
@@ -118,7 +122,7 @@ def stepper(loop, algebra, inner=(), forward=None):
         values = base.copy()
         for kind, sid, j in slots:
             values[sid] = state[j] if kind == CARRY else (
-                args[j][first + t] if kind == SCAN else args[j])
+                take(args[j], first + t) if kind == SCAN else args[j])
         if index is not None:
             values[index] = coerce(float(first + t))
         for i, f, a, n in program:
@@ -186,10 +190,10 @@ def vjp(loop, run_, cotangents, algebra, sweep, live=None, wanted=None):
     track = getattr(algebra, 'live_rows', False)
     body_algebra = algebra
     if wanted is not None:
-        from types import SimpleNamespace
         names = {body.nodes[sid].name for (kind, sid), w in zip(slots, wanted)
                  if w or kind == CARRY}
-        body_algebra = SimpleNamespace(**{**vars(algebra), 'wanted': frozenset(names)})
+        body_algebra = wanting(algebra, frozenset(names))
+    place = getattr(algebra, 'place_slice', None)   # a recording algebra's W[i] cotangent
     for t, values in reversed_values(loop, run_, algebra):
         grads = [None] * len(body.nodes)
         rows = [False] * len(body.nodes)
@@ -231,6 +235,9 @@ def vjp(loop, run_, cotangents, algebra, sweep, live=None, wanted=None):
                     sums[j], sums_rows[j] = g, r
                 else:
                     sums[j], sums_rows[j] = _merge(algebra, sums[j], sums_rows[j], g, r)
+            elif place is not None:
+                g = place(g, loop.first + t, run_.args[j])
+                sums[j] = g if sums[j] is None else add(sums[j], g)
             else:
                 if sums[j] is None:
                     sums[j] = algebra.np.zeros(algebra.shape(run_.args[j]))
@@ -238,6 +245,16 @@ def vjp(loop, run_, cotangents, algebra, sweep, live=None, wanted=None):
     kinds = [kind for kind, _ in slots]
     return ([carried[j] if kind == CARRY else sums[j] for j, kind in enumerate(kinds)],
             [carried_rows[j] if kind == CARRY else sums_rows[j] for j, kind in enumerate(kinds)])
+
+
+def wanting(algebra, names):
+    """`algebra` with only the inputs `names` wanted (tensors.Unbroadcast): a
+    copy, as a namespace or, for an algebra that is an object, its own."""
+    own = getattr(algebra, 'wanting', None)
+    if own is not None:
+        return own(names)
+    from types import SimpleNamespace
+    return SimpleNamespace(**{**vars(algebra), 'wanted': names})
 
 
 def _live_rows(body, values, grads, algebra, rows):

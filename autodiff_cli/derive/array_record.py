@@ -12,11 +12,16 @@ The array rules (core/array_rules.py) compute only through the algebra's
 primitives, which is what lets a Trace run them. A rule that looks at a value
 (det' is 0 where det is; prod's zeros) looks at the value at this point: the
 recorded graph is the gradient's at this point, not a formula for all points.
+A loop runs over the Trace as over arrays, each iteration recorded: its
+slices W[i] and the cotangents they send back to W are nodes too, so the
+recording grows with the iterations, as torch's graph of a Python loop does.
 """
 
-from ..core import tensors
+import copy
+
+from ..core import loops, tensors
 from ..core.graph import Graph, Node
-from ..core.passes import backward
+from ..core.passes import backward, forward
 from ..core.primitives import PRIMITIVES
 from ..errors import AdgradError
 
@@ -41,6 +46,24 @@ class Trace:
 
     def value(self, x):
         return self.values[x] if type(x) is Traced else x
+
+    def coerce(self, x):
+        """An input's value, as forward() asks of a body's (traced already) or the index's."""
+        return x if type(x) is Traced else self.forms.coerce(x)
+
+    # A loop's W[i], and the cotangent it sends back to W, recorded as any op is
+    # (loops.py indexes and adds into W's cotangent in place elsewhere).
+    def take_slice(self, stacked, t):
+        return self.apply('index', stacked, (t,))
+
+    def place_slice(self, g, t, stacked):
+        return self.apply('unindex', g, (t,), self.shape(stacked))
+
+    def wanting(self, names):
+        """This trace, recording to the same tape, with only `names` wanted."""
+        narrowed = copy.copy(self)
+        narrowed.wanted = names
+        return narrowed
 
     def shape(self, x):
         return tensors.shape_of(self.value(x))
@@ -94,8 +117,13 @@ def recorded_gradient(graph, point, names):
         for node in graph.nodes:
             if node.op == 'input':
                 values.append(trace.input(node.name, point[node.name]))
+            elif node.op == 'loop':   # (before `not args`: a body may read nothing from outside)
+                values.append(loops.run(node.value, [values[a] for a in node.args], trace,
+                                        forward=forward))
             elif not node.args:
                 values.append(node.value)
+            elif node.op == 'part':
+                values.append(values[node.args[0]].outputs[node.value])
             else:
                 values.append(trace.apply(node.op, *[values[a] for a in node.args]))
         grads = backward(graph, values, algebra=trace)
@@ -109,11 +137,12 @@ def array_hessian(graph, point, names):
     from types import SimpleNamespace
 
     import numpy as np
-    if graph.loops:
-        raise AdgradError('second derivatives of an array program with loops are not '
-                          'available yet (hessian, newton, check --order 2): grad computes its '
-                          'gradients, and a program of numbers with loops takes them all')
     point = {name: tensors.algebra().coerce(value) for name, value in point.items()}
+    count = sum(int(np.size(point[name])) for name in names)
+    if count * count > tensors.MAX_ENTRIES:   # before recording: 8 bytes an entry, a pass a row
+        raise AdgradError(f"the Hessian by {', '.join(names)} would have {count:,} × {count:,} "
+                          f'entries, past the {tensors.MAX_ENTRIES:,} an array may hold: ask for '
+                          'fewer with --wrt')
     graph = tensors.bind_sizes(graph, point)
     shape = tensors.shapes(graph, point)[graph.output]
     if shape:
