@@ -160,6 +160,32 @@ def test_auto_chooses_the_fewest_levels_whose_peak_fits():
     assert checkpoint.loop_peak(10000, one, 200, 32) > 10_000
 
 
+def test_auto_meets_a_limit_whenever_some_policy_does():
+    # The fuzzing trial's program: auto once kept everything where 104MB was
+    # asked, then reported a peak past it; every:1 would have met it. Its
+    # choice must count what the report counts (the state at its own size,
+    # not the input's view it starts as; the values beside the loop).
+    rng = np.random.default_rng(5)
+    graph = lower('input W[8, 50, 50], b[8, 50, 20], H[50, 20], s = 0.5\nfor i in 0..8 {\n'
+                  '    Z = W[i] @ H + b[i]\n    H = tanh(Z) * sigmoid(Z)\n'
+                  '    s = 0.9*s + 0.1*mean(H)\n}\nloss = mean(H^2) + s')
+    inputs = {'W': rng.standard_normal((8, 50, 50)), 'b': rng.standard_normal((8, 50, 20)),
+              'H': rng.standard_normal((50, 20)), 's': 0.5}
+    others = [checkpoint.array_gradients(graph, inputs, checkpoint.policy(text)).memory.peak
+              for text in ('none', 'sqrt', 'every:1', 'every:2')]
+    met = 0
+    for limit in range(min(others) - 20_000, max(others) + 20_000, 2_000):
+        auto = checkpoint.array_gradients(graph, inputs, checkpoint.policy('auto', limit))
+        if min(others) <= limit:
+            assert auto.memory.peak <= limit, limit
+            met += 1
+    assert met > 20
+    # a checkpoint of H is a fresh array of its size, as every:1 holds 8 of them
+    every = checkpoint.array_gradients(graph, inputs, checkpoint.policy('every:1')).memory
+    # (each: H's data and header, and the number s)
+    assert dict(every.holders)['loop for i in 0..8 (line 2)'] == 8 * (50 * 20 * 8 + 120 + 32)
+
+
 def test_checkpoints_keep_less_and_say_so():
     source = 'input x = 0.5\nfor i in 0..10000 {\n    x = sin(x) + 0.5*x\n}\nz = x'
     graph = lower(source)

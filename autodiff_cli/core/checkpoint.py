@@ -209,6 +209,16 @@ def _node_bytes(graph, inputs, algebra):
             for shape in shapes(graph, inputs)]
 
 
+def _beside_loops(graph, inputs, algebra):
+    """The bytes a pass holds outside its loops, known before it runs: the
+    inputs' and every top-level value's, as if all were kept (their sizes by
+    shape), so that auto's choice for a loop errs toward meeting the limit."""
+    sizes = _node_bytes(graph, inputs, algebra)
+    return sum(value_bytes(inputs[node.name]) if node.op == 'input' else size
+               for node, size in zip(graph.nodes, sizes) if node.op != 'loop' and
+               (node.args or node.op == 'input'))
+
+
 def keep_set(graph, cuts):
     """Which nodes' values backward needs from outside their own segment:
     inputs, constants, loops and their parts, what a later segment reads, and
@@ -255,6 +265,8 @@ def gradients(graph, inputs, algebra, pol=PLAIN, seed=1.0, backward_pass=True):
         wanted = getattr(algebra, 'wanted', None)
         budget = pol.limit - sum(data_bytes(inputs[name]) for name in graph.inputs
                                  if wanted is None or name in wanted)
+        if graph.loops:   # and past what the report counts beside the loops' (loop_peak)
+            budget -= _beside_loops(graph, inputs, algebra)
     loop_info = {}
 
     def strides_of(loop):
@@ -262,7 +274,8 @@ def gradients(graph, inputs, algebra, pol=PLAIN, seed=1.0, backward_pass=True):
             # (a body's inputs are the carried state or the loop's arguments, held there)
             iteration = LIST_BYTES + sum(value_bytes(v) for v, node in zip(values, loop.body.nodes)
                                          if node.op != 'input')
-            held = sum(value_bytes(v) for v in state if v is not None)
+            # (the state as a later iteration holds it: its own, not the input it starts as)
+            held = sum(data_bytes(v) for v in state if v is not None)
             left = None if budget is None else budget - 2 * held   # (gradients in flight)
             return loop_info.setdefault(id(loop), (loop, iteration, held, loop_strides(
                 loop, pol, iteration, held, left)))[3]
