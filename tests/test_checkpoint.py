@@ -6,6 +6,7 @@ import glob
 import json
 import os
 import random
+import re
 
 import numpy as np
 import pytest
@@ -160,6 +161,22 @@ def test_auto_chooses_the_fewest_levels_whose_peak_fits():
     assert checkpoint.loop_peak(10000, one, 200, 32) > 10_000
 
 
+@pytest.mark.parametrize('fmt', ['table', 'plain', 'csv', 'tsv', 'jsonl', 'json'])
+def test_checkpointing_writes_what_grad_writes_in_every_format(fmt):
+    plain = run_main(['grad', '-f', 'samples/deep_loop.ad', '--format', fmt])
+    checkpointed = run_main(['grad', '-f', 'samples/deep_loop.ad', '--format', fmt,
+                             '--checkpoint', 'sqrt'])
+    assert checkpointed.code == plain.code == 0 and checkpointed.out == plain.out
+
+
+def test_the_memory_report_is_a_table_under_grads_table():
+    run = run_main(['grad', '-f', 'samples/deep_loop.ad', '--format', 'table', '--memory'])
+    table = run_main(['grad', '-f', 'samples/deep_loop.ad', '--format', 'table']).out
+    assert run.code == 0 and run.out.startswith(table), run.out
+    report = run.out[len(table):]
+    assert re.search(r'peak +2\.0 kB', report) and 'held by loop for i in 0..10' in report
+
+
 def test_auto_meets_a_limit_whenever_some_policy_does():
     # The fuzzing trial's program: auto once kept everything where 104MB was
     # asked, then reported a peak past it; every:1 would have met it. Its
@@ -239,6 +256,9 @@ def test_grad_checkpoint_prints_the_plain_numbers_and_memory_in_json():
     (['--memory-limit', '12XB'], "a memory size such as 200MB or 1.5GB, not '12XB'"),
     (['--checkpoint', 'sqrt', '--memory-limit', '1GB'], '--memory-limit goes with --checkpoint auto'),
     (['--checkpoint', 'sqrt', '--nodes'], '--nodes shows every value'),
+    (['--checkpoint', ''], "unknown --checkpoint ''"),   # was read as no option at all
+    (['--memory-limit', ''], "a memory size such as 200MB or 1.5GB, not ''"),
+    (['--memory', '--format', 'csv'], '--memory writes plain, table or json, not csv'),
 ])
 def test_bad_checkpoint_options_are_one_line_usage_errors(argv, message):
     run = run_main(['grad', '-f', 'samples/deep_loop.ad', *argv])

@@ -90,8 +90,9 @@ def load_program(args, env):
 
 def memory_wanted(args):
     """Whether grad's options ask about memory (--memory, --checkpoint, --memory-limit)."""
-    return bool(getattr(args, 'memory', False) or getattr(args, 'checkpoint', None)
-                or getattr(args, 'memory_limit', None))
+    # (is not None: an empty --checkpoint '' is asked, and refused as unknown)
+    return bool(getattr(args, 'memory', False) or getattr(args, 'checkpoint', None) is not None
+                or getattr(args, 'memory_limit', None) is not None)
 
 
 def refuse_arrays(graph, bindings, what):

@@ -27,6 +27,9 @@ def run_point(args, graph, inputs, names, env, data=()):
     from ..core.graph import is_array_program
     from ..core.numbers import plain
     from .output import Format, Result, write
+    fmt = Format(args.format)
+    if args.memory and fmt not in (Format.PLAIN, Format.TABLE, Format.JSON):
+        raise UsageError(f'--memory writes plain, table or json, not {fmt.value}')
     if args.nodes:
         raise UsageError('--nodes shows every value, which --checkpoint and --memory do not '
                          'keep: leave one out')
@@ -71,7 +74,6 @@ def run_point(args, graph, inputs, names, env, data=()):
                     inputs={n: plain(inputs[n]) for n in sorted(graph.inputs) if n not in data},
                     gradients={n: plain(g) for n, g in gradients.items()},
                     warnings=env.warn.messages[start:], title=graph.text(graph.output, 60))
-    fmt = Format(args.format)
     if fmt is Format.JSON:
         import json
 
@@ -81,11 +83,9 @@ def run_point(args, graph, inputs, names, env, data=()):
         for part in json_parts(result, tail):
             env.stdout.write(part)
         return Exit.OK
-    if fmt not in (Format.PLAIN, Format.TABLE):
-        raise UsageError(f'--memory and --checkpoint write plain, table or json, not {fmt.value}')
-    write(result, Format.PLAIN, env)
+    write(result, fmt, env)   # checkpointing changes how, not what: grad's own output
     if args.memory:
-        env.stdout.write(report_text(memory))
+        env.stdout.write(report_table(memory, env) if fmt is Format.TABLE else report_text(memory))
     return Exit.OK
 
 
@@ -123,16 +123,29 @@ def policy_name(pol):
     return pol.kind
 
 
+def _report(memory):
+    """The report's fields: (what, exact text, as people read it or None)."""
+    fields = [('checkpoint', policy_name(memory.policy), None),
+              ('values kept', str(memory.values), None),
+              ('bytes kept', str(memory.bytes), size(memory.bytes)),
+              ('gradients', str(memory.gradient_bytes), size(memory.gradient_bytes)),
+              ('peak', str(memory.peak), size(memory.peak)),
+              ('computed again', str(memory.recomputed), None)]
+    return fields + [(f'held by\t{what}', None, size(n)) for what, n in memory.holders]
+
+
 def report_text(memory):
     """The memory report as lines of `memory` fields, tab-separated as plain output is."""
-    lines = [f'memory\tcheckpoint\t{policy_name(memory.policy)}',
-             f'memory\tvalues kept\t{memory.values}',
-             f'memory\tbytes kept\t{memory.bytes}\t{size(memory.bytes)}',
-             f'memory\tgradients\t{memory.gradient_bytes}\t{size(memory.gradient_bytes)}',
-             f'memory\tpeak\t{memory.peak}\t{size(memory.peak)}',
-             f'memory\tcomputed again\t{memory.recomputed}']
-    lines += [f'memory\theld by\t{what}\t{size(n)}' for what, n in memory.holders]
-    return ''.join(line + '\n' for line in lines)
+    return ''.join('\t'.join(['memory', what] + [t for t in (exact, readable) if t is not None])
+                   + '\n' for what, exact, readable in _report(memory))
+
+
+def report_table(memory, env):
+    """The memory report as a table under grad's own, sizes as people read them."""
+    from ..table.rich_tables import rich_text, table
+    rows = [[what.replace('\t', ' '), readable or exact] for what, exact, readable in _report(memory)]
+    return rich_text([table([('memory', 'left', 'bold'), ('', 'right', None)], rows, box=None,
+                            padding=(0, 2))], env.stdout, colour=env.colour)
 
 
 def size(n):
