@@ -190,6 +190,8 @@ def test_a_slice_past_the_stack_and_a_changing_shape_are_refused_before_running(
     run = run_main(['eval', MLP.replace('0..4', '0..5'), 'W=' + str(np.zeros((4, 3, 3)).tolist()),
                     'b=' + str(np.zeros((4, 3)).tolist()), 'x=[1,2,3]'])
     assert run.code == 2 and 'W[i] takes slice 4 of [4,3,3]' in run.err, run.err
+    run = run_main(['eval', 'input w = 2, x = 1; for i in 0..3 { x = x * w[i] }; x'])
+    assert run.code == 2 and 'w[i] takes slices of a scalar, which has none' in run.err, run.err
     run = run_main(['eval', 'input x[3]\nfor i in 0..2 {\n x = sum(x)\n}\nz = x', 'x=[1,2,3]'])
     assert run.code == 2 and "'x' is [3] before an iteration and a scalar after it" in run.err
     assert run.err.splitlines()[-1].index('^') == 7, run.err

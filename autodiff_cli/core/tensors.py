@@ -192,10 +192,10 @@ def loop_shapes(graph, i, given):
         if kind == SCAN:
             last = loop.first + loop.count - 1
             if not shape or shape[0] <= last:
-                size = f'its size is {shape[0]}' if shape else 'it is a scalar'
-                raise AdgradError(f'{node.name} takes slice {last} of {shown(shape) or "a scalar"}, '
-                                  f'but {size} along the first axis', graph.source,
-                                  node.span[0] if node.span else None)
+                what = (f'{node.name} takes slice {last} of {shown(shape)}, but its size is '
+                        f'{shape[0]} along the first axis' if shape else
+                        f'{node.name} takes slices of a scalar, which has none')
+                raise AdgradError(what, graph.source, node.span[0] if node.span else None)
             shape = shape[1:]
         inputs[node.name] = np.broadcast_to(np.float64(0.0), shape)   # a shape, no memory
     if loop.index is not None:
