@@ -21,7 +21,7 @@ from collections import namedtuple
 from ..errors import AdgradError
 from . import loops
 from .passes import forward, sweep, taken
-from .saved import placeholder, saved, unread
+from .saved import leads_for, placeholder, saved, unread
 
 Policy = namedtuple('Policy', 'kind every limit')   # kind: 'none', 'sqrt', 'every', 'auto'
 
@@ -367,10 +367,11 @@ def _forward_dropping(graph, inputs, algebra, cuts, strides_of):
     ends = list(cuts[1:]) + [len(nodes)]
     s, start = 0, 0
     reads = None
+    leads = leads_for(graph, algebra)   # once: saved() is asked segment by segment
     for i in (taken(graph, values) if takes else range(len(nodes))):
         while i >= ends[s]:
             # which values the segment's rules read, asked before they go
-            reads = saved(graph, values, algebra, range(start, ends[s]), reads)
+            reads = saved(graph, values, algebra, range(start, ends[s]), reads, leads)
             _drop(values, keep, start, ends[s])
             start, s = ends[s], s + 1
         node = nodes[i]
@@ -383,7 +384,7 @@ def _forward_dropping(graph, inputs, algebra, cuts, strides_of):
     for i in range(len(nodes)):   # nodes a point skipped ran as far as executed() says
         if not ran[i] and nodes[i].op == 'input':
             ran[i] = 1
-    reads = saved(graph, values, algebra, range(start, len(nodes)), reads)
+    reads = saved(graph, values, algebra, range(start, len(nodes)), reads, leads)
     return values, ran, reads
 
 

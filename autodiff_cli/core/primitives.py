@@ -40,6 +40,7 @@ binds more loosely than its slot allows is parenthesized. Precedence: 1 sums,
 
 import math
 import operator
+from functools import partial
 from types import SimpleNamespace
 from collections import namedtuple
 
@@ -75,24 +76,23 @@ def _min_vjp(k, g, out, a, b):
             k.where(k.eq(a, b), half, k.where(k.lt(a, b), 0.0, g)))
 
 
-def _deferred(k, compute):
-    """A cotangent that only some arguments need, as an algebra that can tell
-    (arrays': tensors.Unbroadcast, torch's needs_input_grad) defers it;
-    every other algebra computes it at once."""
-    defer = getattr(k, 'deferred', None)
-    return compute() if defer is None else defer(compute)
-
-
 def _pow_vjp(k, g, out, a, b):
     d_base = k.where(k.eq(b, 0.0), 0.0, k.mul(g, k.mul(b, k.pow(a, k.sub(b, 1.0)))))
+    # An algebra that can tell which arguments need a cotangent (arrays', as
+    # torch's needs_input_grad) defers the exponent's: x^2's 2 needs none, nor
+    # keeps `out` for it. The others compute it at once. (A partial, not a
+    # lambda: a closure would make every local here a cell, on every call.)
+    defer = getattr(k, 'deferred', None)
+    if defer is None:
+        return d_base, _pow_exponent(k, g, out, a, b)
+    return d_base, defer(partial(_pow_exponent, k, g, out, a, b))
 
-    def d_exponent():
-        # Where PyTorch masks matters: inside the product here, so a nan arriving
-        # in g still reaches the exponent; outside it for the base.
-        zero_base = k.mul(k.eq(a, 0.0), k.ge(b, 0.0))
-        return k.mul(g, k.where(zero_base, 0.0, k.mul(out, k.log(a))))
-    # deferred: a constant exponent, as x^2's, needs none, nor keeps `out`
-    return d_base, _deferred(k, d_exponent)
+
+def _pow_exponent(k, g, out, a, b):
+    # Where PyTorch masks matters: inside the product here, so a nan arriving
+    # in g still reaches the exponent; outside it for the base.
+    zero_base = k.mul(k.eq(a, 0.0), k.ge(b, 0.0))
+    return k.mul(g, k.where(zero_base, 0.0, k.mul(out, k.log(a))))
 
 
 def _atan2_vjp(k, g, out, y, x):
@@ -667,5 +667,5 @@ def names_of(*kinds):
 
 # The numeric algebra: derivative rules evaluated to floats.
 # A single point takes one branch of each `if`, so no gate is needed (branches.py).
-NUMBERS = SimpleNamespace(coerce=float, takes_branches=True, meeting=None,
+NUMBERS = SimpleNamespace(coerce=float, takes_branches=True, meeting=None, deferred=None,
                           **{name: row.forward for name, row in PRIMITIVES.items()})

@@ -15,7 +15,7 @@ from .primitives import PRIMITIVES, SELECT, names_of
 
 _CHOICES = frozenset(names_of(SELECT))
 OUT = -1   # the node's own output, among the positions a rule reads
-_READS = {}   # (op, the shapes of its output and arguments): positions read
+_READS = {}   # (op, the shapes of its output and arguments, the needless): positions read
 
 
 class _Traced:
@@ -99,18 +99,26 @@ def _run_probe(op, out, args, algebra, static, needless):
     return frozenset(read)
 
 
-def saved(graph, values, algebra, among=None, keep=None):
+def leads_for(graph, algebra):
+    """Per node, whether it leads to an input, where `algebra` defers the
+    cotangents of those that do not (arrays'); else None, as nothing is skipped."""
+    return leading_to_inputs(graph) if getattr(algebra, 'deferred', None) is Deferred else None
+
+
+def saved(graph, values, algebra, among=None, keep=None, leads=...):
     """Per node of graph, whether backward needs its value kept: an input, a
     constant, a loop or its part, the output, a condition, or a value some
     rule reads. `values`: one run's, for the probe's shapes; `among`: the
-    nodes whose rules to ask (all), adding to `keep` if given."""
+    nodes whose rules to ask (all), adding to `keep` if given; `leads`:
+    leads_for(graph, algebra), for a caller that asks segment by segment."""
     nodes = graph.nodes
     if keep is None:
         keep = [not node.args or node.op in ('loop', 'part') for node in nodes]
         keep[graph.output] = True
         for branch in graph.branches:
             keep[branch.condition] = True
-    leads = leading_to_inputs(graph)
+    if leads is ...:
+        leads = leads_for(graph, algebra)
     np = getattr(algebra, 'np', None)
     quiet = np.errstate(all='ignore') if np is not None else _Nothing()
     with quiet:
@@ -121,7 +129,8 @@ def saved(graph, values, algebra, among=None, keep=None):
             if node.op in _CHOICES:
                 keep[node.args[0]] = True
             static = frozenset(j for j, a in enumerate(node.args) if nodes[a].op == 'static')
-            needless = frozenset(j for j, a in enumerate(node.args) if not leads[a])
+            needless = frozenset() if leads is None else \
+                frozenset(j for j, a in enumerate(node.args) if not leads[a])
             for j in reads(node.op, values[i], [values[a] for a in node.args], algebra, static,
                            needless):
                 keep[i if j == OUT else node.args[j]] = True

@@ -11,7 +11,8 @@ NumPy is imported only on this path.
 
 from ..errors import AdgradError
 from .array_rules import Deferred, ShapeError, broadcast, names_a_size, shown
-from .graph import is_array_program, leading_to_inputs  # noqa: F401 - (where the library has looked for it)
+# (is_array_program is imported from here too, where the library has looked for it)
+from .graph import is_array_program, leading_to_inputs  # noqa: F401
 from .primitives import PRIMITIVES, TENSOR
 
 MAX_AXES = 3   # vectors, matrices, and stacks of matrices (a layer per slice)
