@@ -165,6 +165,9 @@ def test_samples_deep_loop_equals_samples_deep():
      'x[i] slices in the loop over i only: write x_i = x[i] there and use x_i here', 11),
     ('input x[3]\ns = 0\nfor i in 0..3 {\n for j in 0..3 {\n  s = s + x[i, j]\n }\n}',
      'x[i] slices in the loop over i only', 11),
+    # x[j, i] is no slice of the loop over i: that advice would read x[i, j] (the review)
+    ('input x[3]\ns = 0\nfor i in 0..3 {\n for j in 0..3 {\n  s = s + x[j, i]\n }\n}',
+     "a loop's index subscripts a value from outside the loop alone", 11),
 ])
 def test_bad_loops_are_one_line_errors_with_a_caret(text, message, column):
     run = run_main(['eval', text, 'x=[1,2,3]' if 'x[3]' in text else 'x=1'])

@@ -916,9 +916,11 @@ class Lowering(ArrayLowering):
         values = [item for item in subscripts if type(item) is tuple]
         outer_of = {sid: o for (key, o), sid in scope.slots.items() if key == 'name'}
         around = self.loops[-2] if len(self.loops) > 1 else None
-        if around is not None and a in outer_of and \
-                any(outer_of.get(item[2]) == around.index for item in values):
-            # W[i][j], W[i, j]: the slice of the loop around, taken here
+        first = subscripts[0][2] if type(subscripts[0]) is tuple else None
+        if around is not None and outer_of.get(first) == around.index and \
+                outer_of.get(a) in around.kinds:
+            # W[i][j], W[i, j] of a W from outside both loops: the slice of the
+            # loop around, taken here (W[j, i] or a W bound inside get the old word)
             name, index = scope.names_of[a], around.name
             raise self.error(f'{name}[{index}] slices in the loop over {index} only: write '
                              f'{name}_{index} = {name}[{index}] there and use {name}_{index} here',
