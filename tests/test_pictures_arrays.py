@@ -152,7 +152,9 @@ def test_unrolled_mlp_is_the_scalar_mlp_neuron_by_neuron():
     (['sum(x)', 'x=[' + ', '.join(['1'] * 61) + ']'], 'at most 60 numbers'),
     (['det(A)', 'A=[[1, 2], [3, 4]]'], 'cannot write det'),
     (['x*y', 'x=1', 'y=2'], 'of numbers already'),
-    (['sum(A @ x)', 'A=[[1, 2], [3, 4]]'], "'x' has none")])
+    (['sum(A @ x)', 'A=[[1, 2], [3, 4]]'], "'x' has none"),
+    # (was an internal error, KeyError: 'loop')
+    (['input x[2] = [1, 2]; for i in 0..3 { x = sin(x) }; sum(x)'], 'without loops')])
 def test_unroll_refuses_in_one_line(argv, message, tmp_path):
     done = run_main(['render', *argv, '--unroll', '-o', str(tmp_path / 'u.svg')])
     assert done.code == 2 and done.err.count('\n') == 1 and message in done.err, done.err

@@ -111,6 +111,8 @@ _PAGE = ('the interactive page', 'computes', 'draw a picture instead (--format s
 def _unrolled(graph, point, most, who, copies=False):
     import numpy as np
     from ..core import tensors
+    if graph.loops:   # (a loop's entries would be its every iteration's)
+        raise UsageError(f'{who[0]} {who[1]} an array program without loops: {who[2]}')
     values = tensors.evaluate(graph, point)
     count = sum(int(np.size(v)) for node, v in zip(graph.nodes, values) if node.op != 'static')
     if count > most:
