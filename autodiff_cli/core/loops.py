@@ -193,7 +193,9 @@ def vjp(loop, run_, cotangents, algebra, sweep, live=None, wanted=None):
         names = {body.nodes[sid].name for (kind, sid), w in zip(slots, wanted)
                  if w or kind == CARRY}
         body_algebra = wanting(algebra, frozenset(names))
-    place = getattr(algebra, 'place_slice', None)   # a recording algebra's W[i] cotangent
+    # A recording algebra gathers W's cotangent from its slices' at the end,
+    # as one node, rather than a W-sized one per iteration.
+    gather, pieces = getattr(algebra, 'gather_slices', None), {}
     for t, values in reversed_values(loop, run_, algebra):
         grads = [None] * len(body.nodes)
         rows = [False] * len(body.nodes)
@@ -235,13 +237,14 @@ def vjp(loop, run_, cotangents, algebra, sweep, live=None, wanted=None):
                     sums[j], sums_rows[j] = g, r
                 else:
                     sums[j], sums_rows[j] = _merge(algebra, sums[j], sums_rows[j], g, r)
-            elif place is not None:
-                g = place(g, loop.first + t, run_.args[j])
-                sums[j] = g if sums[j] is None else add(sums[j], g)
+            elif gather is not None:
+                pieces.setdefault(j, {})[loop.first + t] = g
             else:
                 if sums[j] is None:
                     sums[j] = algebra.np.zeros(algebra.shape(run_.args[j]))
                 sums[j][loop.first + t] += g
+    for j, slices in pieces.items():
+        sums[j] = gather(slices, run_.args[j])
     kinds = [kind for kind, _ in slots]
     return ([carried[j] if kind == CARRY else sums[j] for j, kind in enumerate(kinds)],
             [carried_rows[j] if kind == CARRY else sums_rows[j] for j, kind in enumerate(kinds)])

@@ -51,13 +51,16 @@ class Trace:
         """An input's value, as forward() asks of a body's (traced already) or the index's."""
         return x if type(x) is Traced else self.forms.coerce(x)
 
-    # A loop's W[i], and the cotangent it sends back to W, recorded as any op is
-    # (loops.py indexes and adds into W's cotangent in place elsewhere).
+    # A loop's W[i], and the cotangent W gets from its slices', recorded as any
+    # op is (loops.py indexes W, and adds into its cotangent in place, elsewhere).
     def take_slice(self, stacked, t):
         return self.apply('index', stacked, (t,))
 
-    def place_slice(self, g, t, stacked):
-        return self.apply('unindex', g, (t,), self.shape(stacked))
+    def gather_slices(self, slices, stacked):
+        """W's cotangent from {i: W[i]'s}: one stack, zeros where none came."""
+        shape = self.shape(stacked)
+        zeros = self.np.zeros(shape[1:])
+        return self.apply('stack', *[slices.get(i, zeros) for i in range(shape[0])])
 
     def wanting(self, names):
         """This trace, recording to the same tape, with only `names` wanted."""
@@ -140,9 +143,9 @@ def array_hessian(graph, point, names):
     point = {name: tensors.algebra().coerce(value) for name, value in point.items()}
     count = sum(int(np.size(point[name])) for name in names)
     if count * count > tensors.MAX_ENTRIES:   # before recording: 8 bytes an entry, a pass a row
+        fewer = ': ask for fewer with --wrt' if len(names) > 1 else ''
         raise AdgradError(f"the Hessian by {', '.join(names)} would have {count:,} × {count:,} "
-                          f'entries, past the {tensors.MAX_ENTRIES:,} an array may hold: ask for '
-                          'fewer with --wrt')
+                          f'entries, past the {tensors.MAX_ENTRIES:,} an array may hold{fewer}')
     graph = tensors.bind_sizes(graph, point)
     shape = tensors.shapes(graph, point)[graph.output]
     if shape:
