@@ -10,8 +10,8 @@ Values are keyword arguments: a number, a NumPy array or nested lists, or
 text the command line would read (`x=2`, `x='pi/4'`); a dict before them
 holds names that are also options (`render({'color': 1}, color='magnitude')`).
 Bindings are not kept: each call starts from the program's own `input`
-defaults. Array programs take every method, as the commands do; an array
-program with a loop is refused by diff and hessian (an AdgradError).
+defaults. Array programs take every method, as the commands do; diff
+refuses an array program with a loop (an AdgradError).
 """
 
 import html

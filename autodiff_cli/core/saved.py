@@ -62,7 +62,7 @@ def reads(op, out, args, algebra, static=(), needless=frozenset()):
     cotangent an algebra that defers (arrays') never computes."""
     if out is None or any(a is None for k, a in enumerate(args) if k not in static):
         return frozenset([OUT, *range(len(args))])   # a value dropped already: no example
-    if getattr(algebra, 'deferred', None) is not Deferred:
+    if not _defers(algebra):
         needless = frozenset()   # every cotangent is computed, and reads
     key = (op, _signature(out), tuple(('static', repr(a)) if k in static else _signature(a)
                                       for k, a in enumerate(args)), needless)
@@ -99,10 +99,15 @@ def _run_probe(op, out, args, algebra, static, needless):
     return frozenset(read)
 
 
+def _defers(algebra):
+    """Whether the algebra computes a rule's Deferred cotangent only where needed (arrays')."""
+    return getattr(algebra, 'deferred', None) is Deferred
+
+
 def leads_for(graph, algebra):
     """Per node, whether it leads to an input, where `algebra` defers the
-    cotangents of those that do not (arrays'); else None, as nothing is skipped."""
-    return leading_to_inputs(graph) if getattr(algebra, 'deferred', None) is Deferred else None
+    cotangents of those that do not; else None, as nothing is skipped."""
+    return leading_to_inputs(graph) if _defers(algebra) else None
 
 
 def saved(graph, values, algebra, among=None, keep=None, leads=...):

@@ -38,8 +38,9 @@ def algebra():
         forms['tanh'] = np.tanh
         settle = lambda t, value: np.broadcast_to(t, np.shape(value))   # noqa: E731
         _ALGEBRA.append(SimpleNamespace(np=np, coerce=lambda v: np.asarray(v, dtype=np.float64),
-                                        meeting=Unbroadcast, deferred=Deferred, settle=settle, wanted=None,
-                                        value=lambda v: v, shape=lambda v: getattr(v, 'shape', ()),
+                                        meeting=Unbroadcast, deferred=Deferred, settle=settle,
+                                        wanted=None, value=lambda v: v,
+                                        shape=lambda v: getattr(v, 'shape', ()),
                                         **forms))
     return _ALGEBRA[0]
 
