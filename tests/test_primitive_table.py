@@ -124,6 +124,20 @@ def test_the_array_form_and_the_numpy_spelling_compute_the_float_form(name):
         agree(name, '--lang numpy', spelled, point)
 
 
+@pytest.mark.parametrize('name', ['tanh', 'erf', 'erfc'])
+def test_a_form_of_c_s_math_per_element_takes_an_array_block_by_block(name):
+    # Past a block's edge, in any layout, each entry is C's (math's) own.
+    np, _ = _arrays()
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(2 * array_forms.BLOCK + 6) * 4
+    x[[0, array_forms.BLOCK - 1, array_forms.BLOCK, -1]] = [np.nan, np.inf, -0.0, -np.inf]
+    for given in (x, x.reshape(2, -1).T, x[3:4].reshape(())):
+        expected = np.array([getattr(math, name)(v) for v in given.reshape(-1)])
+        got = getattr(array_forms, name)(given)
+        assert got.shape == given.shape and got.dtype == np.float64
+        assert got.reshape(-1).tobytes() == expected.tobytes()
+
+
 CC = shutil.which('cc') or shutil.which('gcc')
 NODE = shutil.which('node')
 

@@ -117,6 +117,20 @@ def softplus(x):
 _tanh = np.frompyfunc(math.tanh, 1, 1)
 _erf = np.frompyfunc(math.erf, 1, 1)
 _erfc = np.frompyfunc(math.erfc, 1, 1)
+# A Python step boxes each result (32 bytes, where the array holds 8): so many
+# elements at a time keep the boxes to a few MB, whatever the array's size.
+BLOCK = 1 << 16
+
+
+def _per_element(function, x):
+    """`function`, a frompyfunc of C's math, over x in float64, BLOCK
+    elements at a time."""
+    x = np.asarray(x, dtype=np.float64)
+    out = np.empty(x.shape)
+    flat, into = x.reshape(-1), out.reshape(-1)
+    for start in range(0, flat.size, BLOCK):
+        into[start:start + BLOCK] = function(flat[start:start + BLOCK])
+    return out
 
 
 def tanh(x):
@@ -124,15 +138,15 @@ def tanh(x):
     one point in three, and near saturation tanh' = (1 - y)(1 + y) turns that
     ulp into a relative difference of 1e-7, so a batch row would not equal its
     single point. A Python step per element, as for erf."""
-    return np.asarray(_tanh(x), dtype=np.float64)
+    return _per_element(_tanh, x)
 
 
 def erf(x):
-    return np.asarray(_erf(x), dtype=np.float64)
+    return _per_element(_erf, x)
 
 
 def erfc(x):
-    return np.asarray(_erfc(x), dtype=np.float64)
+    return _per_element(_erfc, x)
 
 
 def gelu(x):
