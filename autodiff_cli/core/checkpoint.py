@@ -299,6 +299,7 @@ def gradients(graph, inputs, algebra, pol=PLAIN, seed=1.0, backward_pass=True):
         keep = keep_set(graph, cuts)
     grads = None
     segments = []
+    sizes = [value_bytes(v) for v in values]   # (backward lets a loop's outputs go)
     if backward_pass:
         grads = [None] * len(graph.nodes)
         grads[graph.output] = seed
@@ -316,7 +317,7 @@ def gradients(graph, inputs, algebra, pol=PLAIN, seed=1.0, backward_pass=True):
         wanted = getattr(algebra, 'wanted', None)
         held = {i for name, i in graph.inputs.items() if wanted is None or name in wanted}
         grads = [g if i in held else None for i, g in enumerate(grads)]
-    memory = _memory(graph, values, grads, loop_info, keep, segments, pol, unreads)
+    memory = _memory(graph, values, sizes, grads, loop_info, keep, segments, pol, unreads)
     return Run(values, grads, memory)
 
 
@@ -419,16 +420,15 @@ def _refills(graph, values, algebra, cuts, ran, reads, log):
     return hooks
 
 
-def _memory(graph, values, grads, loop_info, keep, segments, pol, unreads):
-    """The Memory of a pass: what forward kept (`keep`, and of each loop's
-    iterations all but `unreads`), and the peak estimated from the kept
-    values, the largest segment run again and the gradients."""
+def _memory(graph, values, sizes, grads, loop_info, keep, segments, pol, unreads):
+    """The Memory of a pass: what forward kept (`keep`, of `sizes` bytes, and
+    of each loop's iterations all but `unreads`), and the peak estimated from
+    the kept values, the largest segment run again and the gradients."""
     holders = {}
     count, kept = 0, 0
-    for i, value in enumerate(values):
+    for i, size in enumerate(sizes):
         if not keep[i]:
             continue
-        size = value_bytes(value)
         count += 1
         kept += size
         if graph.nodes[i].op not in ('const', 'static', 'loop'):   # the program's own, or none

@@ -55,6 +55,8 @@ def run(loop, args, algebra, strides=(), inner=(), forward=None):
         strides = strides(dropped(values, drop), state)
     every = strides[0] if strides else 0
     kept = {0: state} if every else [values]
+    if drop:
+        step, after = stepper(loop, algebra, inner, forward, drop)
     state = after(values, state)
     for t in range(1, loop.count):
         if every and t % every == 0:
@@ -82,9 +84,10 @@ def initial(loop, args):
     return tuple(a if kind == CARRY else None for (kind, _), a in zip(loop.slots, args))
 
 
-def stepper(loop, algebra, inner=(), forward=None):
+def stepper(loop, algebra, inner=(), forward=None, drop=()):
     """(step, after): step(state, args, t) gives the values of iteration t's
-    body; after(values, state) the state the next iteration starts from."""
+    body, those at the ids `drop` (which backward never reads) as placeholders
+    or as they were; after(values, state) the state the next iteration starts from."""
     body = loop.body
     coerce = algebra.coerce
     slots = [(kind, sid, j) for j, (kind, sid) in enumerate(loop.slots)]
@@ -117,6 +120,11 @@ def stepper(loop, algebra, inner=(), forward=None):
     base = [None if node.args or node.op == 'input' else node.value for node in body.nodes]
     program = [(i, functions[node.op], node.args, len(node.args))
                for i, node in enumerate(body.nodes) if node.args]
+    # Over arrays, a value backward never reads goes once its last reader has
+    # run, so that an iteration never holds all its temporaries at once.
+    frees = _last_reads(body, program, drop) if drop and getattr(algebra, 'shape', None) else {}
+    if frees:
+        from .saved import placeholder
 
     def step(state, args, t):
         values = base.copy()
@@ -132,8 +140,24 @@ def stepper(loop, algebra, inner=(), forward=None):
                 values[i] = f(values[a[0]], values[a[1]])
             else:
                 values[i] = f(*[values[k] for k in a])
+            if i in frees:
+                for k in frees[i]:
+                    values[k] = placeholder(values[k])
         return values
     return step, after
+
+
+def _last_reads(body, program, drop):
+    """{node id: the dropped values it is the last reader of}."""
+    last = {}
+    for i, _, a, _ in program:
+        for k in a:
+            last[k] = i
+    frees = {}
+    for k in drop:
+        if k in last:
+            frees.setdefault(last[k], []).append(k)
+    return frees
 
 
 # ---- backward ----
@@ -145,7 +169,7 @@ def reversed_values(loop, run_, algebra):
         for t in range(loop.count - 1, -1, -1):
             yield t, run_.kept[t]
         return
-    step, after = stepper(loop, algebra, run_.inner, run_.forward)
+    step, after = stepper(loop, algebra, run_.inner, run_.forward, getattr(run_, 'drop', ()))
     args, strides, count = run_.args, run_.strides, loop.count
     # Levels of segments, outermost first: (level, start, stop, state at start).
     pending = [(1, start, min(start + strides[0], count), run_.kept[start])
@@ -181,7 +205,9 @@ def vjp(loop, run_, cotangents, algebra, sweep, live=None, wanted=None):
     iteration in reverse. Over a batch whose rows take branches
     (`algebra.live_rows`), a cotangent is exact in its rows (True: all),
     as in branches.LiveRows; `live` gives the parts'. `wanted`: per argument,
-    whether an array program needs its gradient (tensors.Unbroadcast)."""
+    whether an array program needs its gradient (tensors.Unbroadcast).
+    The list `cotangents` is emptied once they seed the last iteration, so
+    that each goes as soon as it is passed on."""
     body, slots, count = loop.body, loop.slots, loop.count
     add = algebra.add
     carried, carried_rows = [None] * len(slots), [True] * len(slots)
@@ -202,6 +228,7 @@ def vjp(loop, run_, cotangents, algebra, sweep, live=None, wanted=None):
         if t == count - 1:
             seeds = [(o, g, True if live is None else live[k])
                      for k, (o, g) in enumerate(zip(loop.outputs, cotangents))]
+            cotangents.clear()
         else:
             seeds = [(loop.carry[j], carried[j], carried_rows[j]) for j in range(len(slots))
                      if loop.carry[j] is not None]
@@ -243,6 +270,8 @@ def vjp(loop, run_, cotangents, algebra, sweep, live=None, wanted=None):
                 if sums[j] is None:
                     sums[j] = algebra.np.zeros(algebra.shape(run_.args[j]))
                 sums[j][loop.first + t] += g
+        # (this iteration's values and cotangents go before the next is run again)
+        values = grads = seeds = meet = g = None
     for j, slices in pieces.items():
         sums[j] = gather(slices, run_.args[j])
     kinds = [kind for kind, _ in slots]

@@ -147,7 +147,7 @@ def sweep(graph, values, grads, algebra, meet, top, hooks=None, free=False):
     if graph.loops:
         hooks = dict(hooks or {})
         for i in graph.loops:
-            hooks[i] = _through_loop(graph, values, grads, algebra, meet, hooks.get(i))
+            hooks[i] = _through_loop(graph, values, grads, algebra, meet, hooks.get(i), free)
     rules, k, add = RULES, algebra, algebra.add
     # pullback(), inlined and unrolled by arity: this is every gradient's hot path.
     for i in range(top, -1, -1):
@@ -180,9 +180,11 @@ def sweep(graph, values, grads, algebra, meet, top, hooks=None, free=False):
             grads[i] = None
 
 
-def _through_loop(graph, values, grads, algebra, meet, before=None):
+def _through_loop(graph, values, grads, algebra, meet, before=None, free=False):
     """The hook of a loop node: its parts' cotangents through its body to its
-    arguments (loops.vjp), met as any node's are; then the node is done."""
+    arguments (loops.vjp), met as any node's are; then the node is done.
+    `free`: the parts' values go, and their cotangents are handed to
+    loops.vjp, which lets them go too."""
     from . import loops
 
     def hook(i):
@@ -193,6 +195,13 @@ def _through_loop(graph, values, grads, algebra, meet, before=None):
         cotangents = [grads[p] for p in part_ids]
         if all(g is None for g in cotangents):
             return True
+        if free:   # every reader of a part has run: its cotangent and value go
+            from .saved import placeholder
+            for p in part_ids:
+                grads[p] = None
+                if p != graph.output:
+                    values[p] = placeholder(values[p])
+            values[i].outputs = ()
         live = getattr(meet, 'live', None)
         rows = [live[p] for p in part_ids] if getattr(algebra, 'live_rows', False) and \
             live is not None else None
