@@ -150,6 +150,33 @@ def test_levels_of_strides_give_the_same_gradients_bit_for_bit(strides):
         assert same_bits(grads[i], plain[i]), name
 
 
+def test_sqrt_segments_shorten_as_griewank_s_schedule_for_one_repetition():
+    # States as large as an iteration: segment j runs again beside the j
+    # checkpoints before it, so segments of 14, 13, ..., 1 (14·15/2 = 105)
+    # each hold 14, where even segments of ⌈√105⌉ = 11 hold up to 8 + 11
+    # (the ninth, beside eight checkpoints; the tenth is 6 long).
+    starts = checkpoint.shrinking_starts(105, 1, 1)
+    lengths = [b - a for a, b in zip(starts, list(starts[1:]) + [105])]
+    assert lengths == list(range(14, 0, -1))
+    assert checkpoint.loop_peak(105, (starts,), 1, 1) == 14
+    assert checkpoint.loop_peak(105, (11,), 1, 1) == 8 + 11
+    # No stride of even segments holds less, whatever the sizes.
+    for n, iteration, state in [(100, 1, 1), (1000, 120, 32), (37, 5, 80), (8, 3, 1000),
+                                (500, 1000, 1)]:
+        starts = checkpoint.shrinking_starts(n, iteration, state)
+        assert starts[0] == 0 and list(starts) == sorted(set(starts)) and starts[-1] < n
+        best_even = min(checkpoint.loop_peak(n, (k,), iteration, state) for k in range(1, n + 1))
+        assert checkpoint.loop_peak(n, (starts,), iteration, state) <= best_even, n
+
+
+def test_a_checkpoint_is_given_back_once_its_segment_has_run_again():
+    graph, inputs, k = lower(LOOP), loop_inputs(), tensors.algebra()
+    with np.errstate(all='ignore'):
+        run = checkpoint.gradients(graph, inputs, k, checkpoint.policy('sqrt'))
+    loop_run = run.values[graph.loops[0]]
+    assert len(loop_run.strides[0]) > 1 and loop_run.kept == {}
+
+
 def test_auto_chooses_the_fewest_levels_whose_peak_fits():
     loop = lower('input x = 1\nfor i in 0..10000 {\n    x = sin(x)\n}\nz = x').nodes[1].value
     pol = checkpoint.policy('auto', 10 ** 9)
@@ -234,10 +261,11 @@ def test_checkpoints_keep_less_and_say_so():
     # nothing, so neither sin(x) nor 0.5*x is kept. x and the index are inputs.
     assert plain.memory.values == 2 * 10000 + 4
     assert plain.memory.recomputed == 0
-    # √10000 = 100: a state every 100 iterations; each segment of 100 runs again once.
-    assert sqrt.memory.values == 100 + 4
+    # sqrt: each segment runs again once, and a segment shorter than the
+    # one before it, so it holds less than even segments of √10000 = 100.
     assert sqrt.memory.recomputed == 4 * 10000
-    assert sqrt.memory.peak * 20 < plain.memory.peak
+    assert 100 + 4 < sqrt.memory.values < 10000
+    assert sqrt.memory.peak * 40 < plain.memory.peak
     assert every.memory.values == 10000 + 4
     assert plain.memory.holders[0][0] == 'loop for i in 0..10000 (line 2)'
 

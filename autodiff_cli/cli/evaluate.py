@@ -205,9 +205,9 @@ def memory_note(graph):
     if held < LARGE:
         return []
     return [f'memory: the backward pass keeps {values:,} values, about {size(held)} '
-            '(grad --memory says what holds them); --checkpoint sqrt keeps about 2√n of '
-            'n iterations or block calls and computes the rest again, with the same '
-            'gradients']
+            '(grad --memory says what holds them); --checkpoint sqrt keeps about √(2n) '
+            'of n iterations (2√n of n block calls) and computes the rest again, with '
+            'the same gradients']
 
 
 def gradient_names(graph, args):

@@ -4,15 +4,17 @@ Plain, forward keeps every node's value (and every iteration's, in a loop)
 for backward. Checkpointed, it keeps only the values that cross from one
 segment to a later one, and backward runs each segment's forward again just
 before its gradients flow, then drops it. Segments follow the program:
-- a loop's iterations: its carried state is kept every K iterations, and a
-  segment of K is run again, keeping every value (several levels of K when
-  `auto` must go lower than one level can: strides, outermost first);
+- a loop's iterations: its carried state is kept at the start of each
+  segment, and a segment is run again keeping every value, its checkpoint
+  dropped after it (several levels of segments when `auto` must go lower
+  than one level can: strides, outermost first);
 - the tape's block calls (a run of nodes of one top-level call is a unit);
   a tape with fewer than two calls has a unit per node. A segment is K units.
-Policies: `sqrt` (K = ⌈√n⌉ of n iterations or units), `every:K`, and `auto`,
-the fewest runs again whose estimated peak fits `limit` bytes. Gradients are
-the plain pass's bit for bit: the same operations on the same values, in
-the same order.
+Policies: `sqrt` (in a loop, segments that shorten toward the end, about
+√(2n) values held: shrinking_starts; on the tape, K = ⌈√n⌉ units),
+`every:K`, and `auto`, the fewest runs again whose estimated peak fits
+`limit` bytes. Gradients are the plain pass's bit for bit: the same
+operations on the same values, in the same order.
 """
 
 import math
@@ -124,14 +126,15 @@ def loop_strides(loop, pol, iteration, state, budget=None):
     if pol.kind == 'none' or n == 1:
         return ()
     if pol.kind == 'sqrt':
-        return (max(1, math.ceil(math.sqrt(n))),)
+        return (shrinking_starts(n, iteration, state),)
     if pol.kind == 'every':
         return (min(pol.every, n),)
     if budget is None or n * iteration <= budget:
         return ()
     best = None
     for levels in range(1, MAX_LEVELS + 1):
-        strides = _even_strides(n, levels, iteration, state)
+        strides = (shrinking_starts(n, iteration, state),) if levels == 1 else \
+            _even_strides(n, levels, iteration, state)
         peak = loop_peak(n, strides, iteration, state)
         if best is None or peak < best[0]:
             best = (peak, strides)
@@ -140,12 +143,37 @@ def loop_strides(loop, pol, iteration, state, budget=None):
     return best[1]   # the least it can keep; the report says it is over the limit
 
 
+def shrinking_starts(n, iteration, state):
+    """Where one level of segments starts, each run again once: segments
+    that shorten toward the end, so that when backward reaches segment j,
+    the j checkpoints still held and the segment's values weigh about the
+    same whatever j (Griewank's optimum for one repetition: for states as
+    large as an iteration, segments of m, m-1, ..., 1 with m(m+1)/2 >= n, about
+    √(2n) values held, where even segments of √n hold 2√n)."""
+    iteration, state = max(iteration, 1), max(state, 1)
+
+    def starts_within(peak):   # each segment as long as `peak` allows; None: n not reached
+        starts, t = [], 0
+        while t < n:
+            length = int((peak - len(starts) * state) // iteration)
+            if length < 1:
+                return None
+            starts.append(t)
+            t += length
+        return starts
+    high = math.sqrt(2 * n * state * iteration)   # the continuous optimum, short by rounding
+    while starts_within(high) is None:
+        high += iteration
+    low = iteration - 1   # (not even one iteration fits)
+    for _ in range(48):   # the least peak that reaches n, to within a byte or so
+        middle = (low + high) / 2
+        low, high = (low, middle) if starts_within(middle) is not None else (middle, high)
+    return tuple(starts_within(high))
+
+
 def _even_strides(n, levels, iteration, state):
-    """`levels` strides in an even ratio, the innermost chosen so that the
-    kept states weigh about as much as the segment run again."""
-    if levels == 1:
-        k = max(1, round(math.sqrt(n * state / max(iteration, 1))))
-        return (min(k, n),)
+    """`levels` strides in an even ratio (levels ≥ 2), the innermost run again
+    keeping every value."""
     ratio = n ** (1 / (levels + 1))
     strides, stride = [], n
     for _ in range(levels):
@@ -159,8 +187,17 @@ def loop_peak(n, strides, iteration, state):
     innermost segment's values (or every iteration's, with no strides)."""
     if not strides:
         return n * iteration
-    held, span = 0, n
-    for stride in strides:
+    starts = loops.segment_starts(n, strides[0])
+    if len(strides) == 1 and isinstance(starts, range):   # even: the last, or the last full
+        j = len(starts) - 1
+        last = j * state + (n - starts[-1]) * iteration
+        return last if j == 0 else max(last, (j - 1) * state + starts.step * iteration)
+    if len(strides) == 1:   # segment j run again beside the j checkpoints before it
+        stops = list(starts[1:]) + [n]
+        return max(j * state + (stop - start) * iteration
+                   for j, (start, stop) in enumerate(zip(starts, stops)))
+    held, span = len(starts) * state, strides[0]
+    for stride in strides[1:]:
         held += math.ceil(span / stride) * state
         span = stride
     return held + span * iteration
@@ -271,11 +308,7 @@ def gradients(graph, inputs, algebra, pol=PLAIN, seed=1.0, backward_pass=True):
 
     def strides_of(loop):
         def choose(values, state):
-            # (a body's inputs are the carried state or the loop's arguments, held there)
-            iteration = LIST_BYTES + sum(value_bytes(v) for v, node in zip(values, loop.body.nodes)
-                                         if node.op != 'input')
-            # (the state as a later iteration holds it: its own, not the input it starts as)
-            held = sum(data_bytes(v) for v in state if v is not None)
+            iteration, held = _iteration_bytes(loop, values), _state_bytes(state)
             left = None if budget is None else budget - 2 * held   # (gradients in flight)
             return loop_info.setdefault(id(loop), (loop, iteration, held, loop_strides(
                 loop, pol, iteration, held, left)))[3]
@@ -319,6 +352,20 @@ def gradients(graph, inputs, algebra, pol=PLAIN, seed=1.0, backward_pass=True):
         grads = [g if i in held else None for i, g in enumerate(grads)]
     memory = _memory(graph, values, sizes, grads, loop_info, keep, segments, pol, unreads)
     return Run(values, grads, memory)
+
+
+def _iteration_bytes(loop, values):
+    """What an iteration of `loop` keeps, given its values (those backward
+    never reads dropped already): a body's inputs are the carried state or
+    the loop's arguments, held there."""
+    return LIST_BYTES + sum(value_bytes(v) for v, node in zip(values, loop.body.nodes)
+                            if node.op != 'input')
+
+
+def _state_bytes(state):
+    """A carried state's bytes as a later iteration holds it: its own, not
+    those of the input (perhaps a view) it starts as."""
+    return sum(data_bytes(v) for v in state if v is not None)
 
 
 def array_gradients(graph, inputs, pol=PLAIN, wrt=None, backward_pass=True):
@@ -438,9 +485,10 @@ def _memory(graph, values, sizes, grads, loop_info, keep, segments, pol, unreads
     for loop, iteration, state, strides in loop_info.values():
         n = loop.count
         held = loop_peak(n, strides, iteration, state)
-        stored = held if not strides else math.ceil(n / strides[0]) * state
+        marks = len(loops.segment_starts(n, strides[0])) if strides else 0
+        stored = held if not strides else marks * state
         each = _computed(loop) - len(unreads.get(id(loop), ()))   # what an iteration keeps
-        count += n * each if not strides else math.ceil(n / strides[0])
+        count += n * each if not strides else marks
         kept += stored
         label = _loop_label(graph, loop)
         holders[label] = holders.get(label, 0) + stored
@@ -514,10 +562,8 @@ def plan(graph, values, algebra, pol=PLAIN):
         if first is None:
             continue
         drop = unread(loop, first, algebra)
-        body = [value_bytes(v) for v, node in zip(first, loop.body.nodes) if node.op != 'input']
-        dropped_bytes = sum(value_bytes(first[j]) for j in drop)
-        iteration = LIST_BYTES + sum(body) - dropped_bytes
-        state = sum(value_bytes(v) for v in loops.initial(loop, run_.args) if v is not None)
+        iteration = _iteration_bytes(loop, loops.dropped(first, drop))
+        state = _state_bytes(loops.initial(loop, run_.args))
         loop_plans[i] = LoopPlan(loop.count, loop_strides(loop, pol, iteration, state),
                                  _computed(loop) - len(drop), _computed(loop), iteration, state)
     return Plan(keep, again, _segment_of(len(graph.nodes), cuts),

@@ -30,6 +30,13 @@ class LoopRun(float):
         return run
 
 
+def segment_starts(count, first):
+    """Where the outermost segments of `count` iterations start: `first`, the
+    first of a run's strides, is a stride K (a state every K iterations) or
+    the starts themselves, from 0 (checkpoint.py's shrinking segments)."""
+    return range(0, count, first) if isinstance(first, int) else first
+
+
 def parts(graph, i):
     """The ids of loop node i's parts: they follow it on the tape."""
     return range(i + 1, i + 1 + len(graph.nodes[i].value.outputs))
@@ -53,16 +60,16 @@ def run(loop, args, algebra, strides=(), inner=(), forward=None):
         drops = getattr(strides, 'drops', None)
         drop = drops(loop, values) if drops is not None else ()
         strides = strides(dropped(values, drop), state)
-    every = strides[0] if strides else 0
-    kept = {0: state} if every else [values]
+    marks = set(segment_starts(loop.count, strides[0])) if strides else None
+    kept = {0: state} if marks else [values]
     if drop:
         step, after = stepper(loop, algebra, inner, forward, drop)
     state = after(values, state)
     for t in range(1, loop.count):
-        if every and t % every == 0:
+        if marks is not None and t in marks:
             kept[t] = state
         values = step(state, args, t)
-        if not every:
+        if marks is None:
             kept.append(dropped(values, drop))
         state = after(values, state)
     run_ = LoopRun(tuple(values[o] for o in loop.outputs), kept, tuple(strides), args)
@@ -164,18 +171,23 @@ def _last_reads(body, program, drop):
 
 def reversed_values(loop, run_, algebra):
     """(t, values of iteration t) for t from the last down to 0: kept, or run
-    again from the nearest kept state (each level of strides in turn)."""
+    again from the nearest kept state (each level of strides in turn). A
+    checkpoint is given back once its segment is run again, so that early
+    segments can be the longer (checkpoint.py): a run's backward runs once."""
     if not run_.strides:
         for t in range(loop.count - 1, -1, -1):
             yield t, run_.kept[t]
         return
     step, after = stepper(loop, algebra, run_.inner, run_.forward, getattr(run_, 'drop', ()))
     args, strides, count = run_.args, run_.strides, loop.count
-    # Levels of segments, outermost first: (level, start, stop, state at start).
-    pending = [(1, start, min(start + strides[0], count), run_.kept[start])
-               for start in sorted(run_.kept)]
+    starts = sorted(run_.kept)
+    # Levels of segments, outermost first: (level, start, stop, state at start,
+    # or None for a checkpoint, taken from run_.kept when its turn comes).
+    pending = [(1, start, stop, None) for start, stop in zip(starts, starts[1:] + [count])]
     while pending:
         level, start, stop, state = pending.pop()
+        if state is None:
+            state = run_.kept.pop(start)
         if level == len(strides):   # innermost: run it again, keeping every value
             segment = []
             drop = getattr(run_, 'drop', ())

@@ -11,6 +11,7 @@ knows how.
 from typing import NamedTuple
 
 from ..core.checkpoint import readable as size
+from ..core.loops import segment_starts
 from .scene import results
 
 STRIP = 40   # a loop of up to this many iterations draws one mark per iteration
@@ -110,12 +111,20 @@ def _loop_store(loop, size):
         return (Store('kept', total, f'keeps {loop.kept} of {loop.computed} values an '
                                      f'iteration: {n * loop.kept:,}, {size(total)}'),
                 n * loop.kept, 0)
-    every = loop.strides[0]
-    marks = -(-n // every)
-    total = marks * loop.state
-    return (Store('checkpoint', total, f'keeps its state every {every} iterations: '
-                                       f'{marks:,}, {size(total)}'),
+    starts = segment_starts(n, loop.strides[0])
+    marks, total = len(starts), len(starts) * loop.state
+    where = f'every {loop.strides[0]} iterations' if isinstance(starts, range) else \
+        f'at the start of segments of {_lengths(starts, n)}'
+    return (Store('checkpoint', total, f'keeps its state {where}: {marks:,}, {size(total)}'),
             marks, n * len(loop.strides) * loop.computed)
+
+
+def _lengths(starts, n):
+    """Shrinking segments' lengths, as people read them: '14 down to 1'."""
+    if isinstance(starts, range):
+        return f'{starts.step}'
+    lengths = [stop - start for start, stop in zip(starts, list(starts[1:]) + [n])]
+    return f'{max(lengths)} down to {min(lengths)}'
 
 
 def _strip(loop):
@@ -123,13 +132,14 @@ def _strip(loop):
     again (segments apart); past STRIP iterations, one per segment."""
     if not loop.strides:
         return ()
-    every, n = loop.strides[0], loop.count
+    n = loop.count
+    starts = segment_starts(n, loop.strides[0])
+    stops = list(starts[1:]) + [n]
     if n <= STRIP:
-        cells = ' '.join('■' + '□' * (min(start + every, n) - start - 1)
-                         for start in range(0, n, every))
+        cells = ' '.join('■' + '□' * (stop - start - 1) for start, stop in zip(starts, stops))
         return (f'iterations: {cells}   (■ state kept, □ computed again)',)
-    return (f'segments of {every}: ' + '■' * min(-(-n // every), STRIP)
-            + ('…' if -(-n // every) > STRIP else ''),)
+    return (f'segments of {_lengths(starts, n)}: ' + '■' * min(len(starts), STRIP)
+            + ('…' if len(starts) > STRIP else ''),)
 
 
 def _policy(pol):
