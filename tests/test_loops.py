@@ -217,6 +217,35 @@ def test_explain_mentions_memory_when_the_plain_pass_keeps_much():
     assert memory_note(lower(open('samples/deep_loop.ad').read())) == []
 
 
+NESTED = """input x[3], w[3]
+for i in 0..3 {
+    y = x
+    for j in 0..2 {
+        y = sin(y * w + 0.1)
+    }
+    x = x * y
+}
+x"""
+
+
+def test_backward_runs_again_over_the_same_forward_of_nested_loops():
+    # A Jacobian is one backward pass per output entry over one forward. A
+    # review found the second and later rows wrong: the first pass had let
+    # the inner loop's outputs go from the forward's stored values.
+    args = ['jacobian', NESTED, 'x=[0.3,0.5,0.7]', 'w=[1.1,0.9,1.3]', '--format', 'json']
+    reverse, tangents = run_main(args), run_main(args + ['--mode', 'forward'])
+    assert reverse.code == tangents.code == 0, reverse.err + tangents.err
+    by_rows, by_columns = json.loads(reverse.out), json.loads(tangents.out)
+    assert by_rows['mode'] == 'reverse' and by_columns['mode'] == 'forward'
+    for name in ('x', 'w'):
+        np.testing.assert_allclose(by_rows['jacobian'][name], by_columns['jacobian'][name],
+                                   rtol=1e-13, atol=0)
+    graph = lower(open('samples/deep_loop.ad').read().replace('input x = 0.5', 'input x = 0.5\n'
+                  'for k in 0..2 {\n    x = x + 0.0\n}'))
+    values = forward(graph, graph.defaults)
+    assert backward(graph, values) == backward(graph, values)
+
+
 def test_a_hundred_thousand_iterations_take_linear_time():
     import time
 

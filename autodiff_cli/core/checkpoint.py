@@ -345,7 +345,7 @@ def gradients(graph, inputs, algebra, pol=PLAIN, seed=1.0, backward_pass=True):
         top = graph.output if ran is None else min(
             [stop for stop in list(cuts[1:]) + [len(graph.nodes)] if stop > graph.output]) - 1
         # an inner node's gradient goes once passed on: only the inputs' are asked for
-        sweep(graph, values, grads, algebra, meet, top, hooks, free=True)
+        sweep(graph, values, grads, algebra, meet, top, hooks, free=True, release=True)
         grads = meet.result() if meet is not None else [0.0 if g is None else g for g in grads]
         wanted = getattr(algebra, 'wanted', None)
         held = {i for name, i in graph.inputs.items() if wanted is None or name in wanted}

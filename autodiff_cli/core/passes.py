@@ -136,18 +136,22 @@ def backward(graph, values, output=None, algebra=NUMBERS, seed=1.0, hooks=None):
     return [0.0 if g is None else g for g in grads]
 
 
-def sweep(graph, values, grads, algebra, meet, top, hooks=None, free=False):
+def sweep(graph, values, grads, algebra, meet, top, hooks=None, free=False, release=False):
     """backward()'s loop, from node `top` down to the tape's first, over
     `grads` as seeded. `hooks` {tape position: f(position)} runs f before
     that node (checkpoint.py's segments run again there); a loop node's
     gradients go through its body (loops.vjp). `free`: a node's gradient
-    goes once passed on (but inputs' and parts', which are read after)."""
+    goes once passed on (but inputs' and parts', which are read after).
+    `release`: a loop's output values go once all their readers have run,
+    for a caller that owns `values` and runs backward over them once (a
+    plain forward's may be swept again: a Jacobian row by row)."""
     nodes = graph.nodes
     due = getattr(meet, 'due', None)
     if graph.loops:
         hooks = dict(hooks or {})
         for i in graph.loops:
-            hooks[i] = _through_loop(graph, values, grads, algebra, meet, hooks.get(i), free)
+            hooks[i] = _through_loop(graph, values, grads, algebra, meet, hooks.get(i), free,
+                                     release)
     rules, k, add = RULES, algebra, algebra.add
     # pullback(), inlined and unrolled by arity: this is every gradient's hot path.
     for i in range(top, -1, -1):
@@ -180,11 +184,12 @@ def sweep(graph, values, grads, algebra, meet, top, hooks=None, free=False):
             grads[i] = None
 
 
-def _through_loop(graph, values, grads, algebra, meet, before=None, free=False):
+def _through_loop(graph, values, grads, algebra, meet, before=None, free=False,
+                  release=False):
     """The hook of a loop node: its parts' cotangents through its body to its
     arguments (loops.vjp), met as any node's are; then the node is done.
-    `free`: the parts' values go, and their cotangents are handed to
-    loops.vjp, which lets them go too."""
+    `free`: the parts' cotangents are handed to loops.vjp, which lets them
+    go; `release`: their values go too (see sweep)."""
     from . import loops
 
     def hook(i):
@@ -195,10 +200,12 @@ def _through_loop(graph, values, grads, algebra, meet, before=None, free=False):
         cotangents = [grads[p] for p in part_ids]
         if all(g is None for g in cotangents):
             return True
-        if free:   # every reader of a part has run: its cotangent and value go
-            from .saved import placeholder
+        if free:   # every reader of a part has run: its cotangent goes
             for p in part_ids:
                 grads[p] = None
+        if release:   # and its value, where this pass owns them
+            from .saved import placeholder
+            for p in part_ids:
                 if p != graph.output:
                     values[p] = placeholder(values[p])
             values[i].outputs = ()
