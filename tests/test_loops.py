@@ -246,6 +246,25 @@ def test_backward_runs_again_over_the_same_forward_of_nested_loops():
     assert backward(graph, values) == backward(graph, values)
 
 
+def test_explain_names_the_loop_a_gradient_vanishes_in():
+    # Each iteration multiplies ∂/∂x by cos(x) + 0.5, about 0.18 near the
+    # fixed point: over 1,000 of them the product underflows to 0 (worked out
+    # here in floats). --explain asked the loop node for one local derivative
+    # and said "this does not take loops yet".
+    import math
+    x, product = 0.5, 1.0
+    for _ in range(1000):
+        product *= math.cos(x) + 0.5
+        x = math.sin(x) + 0.5 * x
+    assert product == 0.0
+    run = run_main(['grad', 'input x = 0.5\nfor i in 0..1000 {\n    x = sin(x) + 0.5*x\n}\nz = x',
+                    '--explain'])
+    assert run.code == 0, run.err
+    assert 'd_x\t0.0\n' in run.out
+    assert ('x: gradient 0, zero: it comes back 0 from the 1,000 iterations of the loop on '
+            'line 2 (node 1)') in run.out
+
+
 def test_a_hundred_thousand_iterations_take_linear_time():
     import time
 

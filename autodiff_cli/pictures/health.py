@@ -84,7 +84,7 @@ def _why_zero(graph, i, uses, values, grads, blocked_by):
     """(node, reason) where the gradient of node i became zero: a gate that
     passes it nothing here comes first, then a consumer whose own gradient
     is zero (the reason travels back from there), then a factor of zero."""
-    locals_ = [(c, pullback(graph, c, 1.0, values)[position]) for c, position in uses]
+    locals_ = [(c, _local(graph, c, position, values)) for c, position in uses]
     for c, local in locals_:
         if (local is None or local == 0) and graph.nodes[c].op in GATES:
             return c, f'blocked by {_text(graph, c)} (node {c}): {GATES[graph.nodes[c].op]}'
@@ -92,9 +92,23 @@ def _why_zero(graph, i, uses, values, grads, blocked_by):
         if grads[c] == 0 and blocked_by[c] is not None and blocked_by[c][0] is not None:
             return blocked_by[c]
     for c, local in locals_:
+        if graph.nodes[c].op == 'loop':
+            line = graph.source.count('\n', 0, graph.nodes[c].span[0]) + 1
+            return c, (f'zero: it comes back 0 from the {graph.nodes[c].value.count:,} '
+                       f'iterations of the loop on line {line} (node {c})')
         if local is None or local == 0:
             return c, f'zero: ∂{_symbol(graph, c)}/∂{_symbol(graph, i)} = 0 (node {c})'
     return None, 'zero: the terms that reach it cancel exactly'
+
+
+def _local(graph, c, position, values):
+    """∂c/∂(its argument at `position`) at `values`; None for a loop, whose
+    derivative is its body's iterations, not one rule (a part hands the
+    loop its gradient as it is)."""
+    op = graph.nodes[c].op
+    if op in ('loop', 'part'):
+        return None if op == 'loop' else 1.0
+    return pullback(graph, c, 1.0, values)[position]
 
 
 def first_nonfinite_gradient(health):
