@@ -265,6 +265,17 @@ def test_explain_names_the_loop_a_gradient_vanishes_in():
             'line 2 (node 1)') in run.out
 
 
+@pytest.mark.parametrize('args', [['--format', 'text'], ['--steps', 'frames', '-o', 'a.svg'],
+                                  ['--step', '2', '-o', 'a.svg']])
+def test_render_says_in_one_line_what_it_cannot_step_through(args, tmp_path, monkeypatch):
+    # (it said "this does not take loops yet: ... use eval or grad")
+    monkeypatch.chdir(tmp_path)
+    run = run_main(['render', 'input x = 0.5\nfor i in 0..3 {\n    x = sin(x)\n}\nz = x'] + args)
+    assert run.code == 2 and run.out == ''
+    assert run.err.count('\n') == 1 and 'not step through a loop yet' in run.err, run.err
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_hundred_thousand_iterations_take_linear_time():
     import time
 

@@ -126,6 +126,12 @@ def run_render(args, env):
     if stepping and mode == 'forward' and not forward_steps:
         raise UsageError('--steps and --step draw the backward pass; for the forward pass '
                          'give --forward-steps instead of --pass forward')
+    if graph.loops and (stepping or fmt == 'text'):   # (a step is a node's rule, a loop's many)
+        what = ('--format text lists the passes node by node and does', 'a picture') \
+            if fmt == 'text' and not stepping else \
+            ('--steps and --step draw the passes node by node and do', 'the picture without them')
+        raise UsageError(f'{what[0]} not step through a loop yet: render {what[1]}, where the '
+                         'loop is one node, or write the loop out')
     if stepping and collapse:
         raise UsageError('--collapse draws a whole call as one node, and the steps go node by '
                          'node inside it: use one or the other')
