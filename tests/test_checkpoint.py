@@ -169,6 +169,17 @@ def test_sqrt_segments_shorten_as_griewank_s_schedule_for_one_repetition():
         assert checkpoint.loop_peak(n, (starts,), iteration, state) <= best_even, n
 
 
+def test_a_plan_of_levels_holds_what_its_deepest_point_holds():
+    # 100 iterations kept every 32, then every 11, then every 4, states and
+    # iterations of one unit: backward in the third segment of 32 holds the 2
+    # checkpoints before it, 2 more states at 11 and 22 into it, 2 at 4 and
+    # 8 into its last 11, and that last sub-segment's 4 iterations.
+    assert checkpoint.loop_peak(100, (32, 11, 4), 1, 1) == 2 + 2 + 2 + 4
+    # the fourth segment, 4 long, holds 3 + 4; a stride past the span adds none
+    assert checkpoint.loop_peak(100, (32, 11, 40), 1, 1) == 2 + 2 + 11
+    assert checkpoint.loop_peak(100, (32, 11), 1000, 1) == 2 + 2 + 11 * 1000
+
+
 def test_a_checkpoint_is_given_back_once_its_segment_has_run_again():
     graph, inputs, k = lower(LOOP), loop_inputs(), tensors.algebra()
     with np.errstate(all='ignore'):

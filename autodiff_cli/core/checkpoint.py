@@ -183,23 +183,28 @@ def _even_strides(n, levels, iteration, state):
 
 
 def loop_peak(n, strides, iteration, state):
-    """The bytes a loop holds at most for backward: its kept states and one
-    innermost segment's values (or every iteration's, with no strides)."""
+    """The bytes a loop holds at most for backward: every iteration's values
+    with no strides; else, while backward is in the outermost segment j, the
+    j checkpoints before it and what that segment holds (_segment_peak)."""
     if not strides:
         return n * iteration
     starts = loops.segment_starts(n, strides[0])
-    if len(strides) == 1 and isinstance(starts, range):   # even: the last, or the last full
-        j = len(starts) - 1
-        last = j * state + (n - starts[-1]) * iteration
-        return last if j == 0 else max(last, (j - 1) * state + starts.step * iteration)
-    if len(strides) == 1:   # segment j run again beside the j checkpoints before it
-        stops = list(starts[1:]) + [n]
-        return max(j * state + (stop - start) * iteration
-                   for j, (start, stop) in enumerate(zip(starts, stops)))
-    held, span = len(starts) * state, strides[0]
-    for stride in strides[1:]:
-        held += math.ceil(span / stride) * state
-        span = stride
+    stops = list(starts[1:]) + [n]
+    spans = [(j, stop - start) for j, (start, stop) in enumerate(zip(starts, stops))]
+    if isinstance(starts, range):   # even: the last segment, or the last full one, holds most
+        spans = spans[-2:]
+    return max(j * state + _segment_peak(span, strides[1:], iteration, state)
+               for j, span in spans)
+
+
+def _segment_peak(span, strides, iteration, state):
+    """What a segment of `span` iterations holds when run again: at each
+    level, the states at its sub-segments' starts (the first is its own),
+    then the innermost sub-segment's values."""
+    held = 0
+    for stride in strides:
+        held += (math.ceil(span / stride) - 1) * state
+        span = min(stride, span)
     return held + span * iteration
 
 
