@@ -728,3 +728,17 @@ def test_the_nodes_a_diagnosis_names_show_their_ids():
     collapsed = labelled(render(graph, values, grads, collapse='blocks',
                                 look=Look(color='magnitude')).source)
     assert '#49 #50<' in collapsed[50] and 'x10 = layer(x9)' in collapsed[50]
+
+
+def test_a_label_cut_short_breaks_into_lines_without_losing_text():
+    # A loop's folded label is its text cut short in the middle, so it can
+    # close a parenthesis it never opened: the compact picture of such a loop
+    # stopped with KeyError (exit 70) as it broke the label into lines.
+    from autodiff_cli.pictures.style import broken
+    text = 'for i in 0..7 { h = …*h + b), h*w - b) } + a long enough tail to break'
+    lines = broken(text)
+    assert len(lines) > 1
+    assert ' '.join(lines).split() == text.split()
+    source = ('input w = 0.5, b = 0\ninput x[n]\nh = x\nfor i in 0..7 {\n'
+              '    h = if(h > 0.2, tanh(w*h + b), h*w - b)\n}\nmean(h)')
+    assert main(['render', source, 'x=[0.3,-0.5]', '-o', os.devnull, '--format', 'dot']) == 0

@@ -506,7 +506,8 @@ def broken(text, limit=COMPACT_LINE):
     cuts, depth = {0: [], 1: []}, 0
     for k, char in enumerate(text):
         depth += (char == '(') - (char == ')')
-        if depth <= 1 and k and text.startswith((' + ', ' - ', ' = '), k):
+        # (a text cut short, 'for i in 0…b) }', may close more than it opens)
+        if 0 <= depth <= 1 and k and text.startswith((' + ', ' - ', ' = '), k):
             cuts[depth].append(k + (3 if text[k + 1] == '=' else 1))   # '=' ends a line
     outside = any(text[k - 2] != '=' for k in cuts[0])   # a term outside parentheses
     points = sorted(cuts[0] + ([] if outside else cuts[1]))
