@@ -126,12 +126,6 @@ def run_render(args, env):
     if stepping and mode == 'forward' and not forward_steps:
         raise UsageError('--steps and --step draw the backward pass; for the forward pass '
                          'give --forward-steps instead of --pass forward')
-    if graph.loops and (stepping or fmt == 'text'):   # (a step is a node's rule, a loop's many)
-        what = ('--format text lists the passes node by node and does', 'a picture') \
-            if fmt == 'text' and not stepping else \
-            ('--steps and --step draw the passes node by node and do', 'the picture without them')
-        raise UsageError(f'{what[0]} not step through a loop yet: render {what[1]}, where the '
-                         'loop is one node, or write the loop out')
     if stepping and collapse:
         raise UsageError('--collapse draws a whole call as one node, and the steps go node by '
                          'node inside it: use one or the other')
@@ -146,6 +140,14 @@ def run_render(args, env):
         if mode == 'structure' and len(missing) < len(graph.inputs):
             warn(f"no value for '{missing[0]}': drawing the structure only "
                  f'(give every variable a value to see values and gradients)')
+    backward_steps = (stepping and not forward_steps) or (fmt == 'text' and not stepping)
+    if graph.loops and backward_steps and mode not in ('forward', 'structure') and not missing:
+        # (a backward step is a node's rule; a loop's are all its iterations')
+        what, instead = ('--format text lists', '--pass forward, render a picture') \
+            if fmt == 'text' else ('--steps and --step draw', '--forward-steps, render the '
+                                   'picture without them')
+        raise UsageError(f'{what} the backward pass node by node, which does not go through a '
+                         f'loop yet: give {instead}, or write the loop out')
     values = grads = None
     if mode != 'structure':
         values, grads = _passes(graph, values_in, mode == 'backward', warn)
