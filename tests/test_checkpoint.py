@@ -172,8 +172,8 @@ def test_sqrt_segments_shorten_as_griewank_s_schedule_for_one_repetition():
 def test_a_plan_of_levels_holds_what_its_deepest_point_holds():
     # 100 iterations kept every 32, then every 11, then every 4, states and
     # iterations of one unit: backward in the third segment of 32 holds the 2
-    # checkpoints before it, 2 more states at 11 and 22 into it, 2 at 4 and
-    # 8 into its last 11, and that last sub-segment's 4 iterations.
+    # checkpoints before it, 2 more states at 11 and 22 into it, 2 at 4 and 8
+    # into a sub-segment of up to 11 (its last is 10), and 4 iterations.
     assert checkpoint.loop_peak(100, (32, 11, 4), 1, 1) == 2 + 2 + 2 + 4
     # the fourth segment, 4 long, holds 3 + 4; a stride past the span adds none
     assert checkpoint.loop_peak(100, (32, 11, 40), 1, 1) == 2 + 2 + 11

@@ -92,12 +92,17 @@ def _why_zero(graph, i, uses, values, grads, blocked_by):
         if grads[c] == 0 and blocked_by[c] is not None and blocked_by[c][0] is not None:
             return blocked_by[c]
     for c, local in locals_:
-        if graph.nodes[c].op == 'loop':
-            line = graph.source.count('\n', 0, graph.nodes[c].span[0]) + 1
-            return c, (f'zero: it comes back 0 from the {graph.nodes[c].value.count:,} '
-                       f'iterations of the loop on line {line} (node {c})')
-        if local is None or local == 0:
+        if graph.nodes[c].op != 'loop' and (local is None or local == 0):
             return c, f'zero: ∂{_symbol(graph, c)}/∂{_symbol(graph, i)} = 0 (node {c})'
+    # A loop is the reason where its term is the only one: beside another,
+    # a zero sum is their cancelling.
+    loops = [c for c, _ in locals_ if graph.nodes[c].op == 'loop']
+    others = [c for c, _ in locals_ if graph.nodes[c].op != 'loop' and grads[c] != 0]
+    if len(loops) == 1 and not others:
+        c, count = loops[0], graph.nodes[loops[0]].value.count
+        line = graph.source.count('\n', 0, graph.nodes[c].span[0]) + 1
+        return c, (f'zero: it comes back 0 from the {count:,} iteration{"s" * (count != 1)} '
+                   f'of the loop on line {line} (node {c})')
     return None, 'zero: the terms that reach it cancel exactly'
 
 
