@@ -362,9 +362,22 @@ def gradients(graph, inputs, algebra, pol=PLAIN, seed=1.0, backward_pass=True):
 def _iteration_bytes(loop, values):
     """What an iteration of `loop` keeps, given its values (those backward
     never reads dropped already): a body's inputs are the carried state or
-    the loop's arguments, held there."""
-    return LIST_BYTES + sum(value_bytes(v) for v, node in zip(values, loop.body.nodes)
-                            if node.op != 'input')
+    the loop's arguments, held there; an inner loop holds what its run keeps."""
+    total = LIST_BYTES
+    for value, node in zip(values, loop.body.nodes):
+        if node.op != 'input':
+            total += value_bytes(value)
+        if isinstance(value, loops.LoopRun):
+            total += _run_bytes(node.value, value)
+    return total
+
+
+def _run_bytes(loop, run_):
+    """What a loop's run keeps for backward: every iteration's values, or its
+    checkpoints."""
+    if not run_.strides:
+        return sum(_iteration_bytes(loop, values) for values in run_.kept)
+    return sum(_state_bytes(state) for state in run_.kept.values())
 
 
 def _state_bytes(state):
