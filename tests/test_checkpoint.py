@@ -194,6 +194,24 @@ def test_the_memory_of_a_nested_loop_counts_the_inner_loops_iterations():
     assert inner < plain.peak < 1.5 * inner
 
 
+def test_auto_leaves_a_later_loop_what_an_earlier_one_keeps():
+    # Backward runs the second loop while the first one's checkpoints (or all
+    # its values) are held. Each loop used to be fitted to the whole limit:
+    # here the first kept everything and the pass went far past a limit that
+    # sqrt on both loops meets.
+    graph = lower('input X[n, 8], W[40, 8, 8], V[40, 8, 8]\nfor i in 0..40 {\n'
+                  '    X = tanh(X @ W[i])\n}\nY = X\nfor j in 0..40 {\n    Y = tanh(Y @ V[j])\n}\n'
+                  'loss = mean(X^2) + mean(Y^2)')
+    rng = np.random.default_rng(0)
+    inputs = {'X': rng.standard_normal((2000, 8)), 'W': rng.standard_normal((40, 8, 8)) * 0.3,
+              'V': rng.standard_normal((40, 8, 8)) * 0.3}
+    plain, sqrt = (checkpoint.array_gradients(graph, inputs, checkpoint.policy(p)).memory.peak
+                   for p in ('none', 'sqrt'))
+    for limit in (sqrt + (plain - sqrt) // 4, (sqrt + plain) // 2):
+        auto = checkpoint.array_gradients(graph, inputs, checkpoint.policy('auto', limit))
+        assert auto.memory.peak <= limit, (limit, auto.memory.peak)
+
+
 def test_a_checkpoint_is_given_back_once_its_segment_has_run_again():
     graph, inputs, k = lower(LOOP), loop_inputs(), tensors.algebra()
     with np.errstate(all='ignore'):

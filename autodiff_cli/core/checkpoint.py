@@ -314,7 +314,10 @@ def gradients(graph, inputs, algebra, pol=PLAIN, seed=1.0, backward_pass=True):
     def strides_of(loop):
         def choose(values, state):
             iteration, held = _iteration_bytes(loop, values), _state_bytes(state)
-            left = None if budget is None else budget - 2 * held   # (gradients in flight)
+            # (past the gradients in flight, and what the loops before it keep,
+            # held while its backward runs)
+            left = None if budget is None else budget - 2 * held - sum(
+                _stored(*info) for info in loop_info.values())
             return loop_info.setdefault(id(loop), (loop, iteration, held, loop_strides(
                 loop, pol, iteration, held, left)))[3]
         choose.drops = drops
@@ -503,10 +506,9 @@ def _memory(graph, values, sizes, grads, loop_info, keep, segments, pol, unreads
     for loop, iteration, state, strides in loop_info.values():
         n = loop.count
         held = loop_peak(n, strides, iteration, state)
-        marks = len(loops.segment_starts(n, strides[0])) if strides else 0
-        stored = held if not strides else marks * state
+        stored = _stored(loop, iteration, state, strides)
         each = _computed(loop) - len(unreads.get(id(loop), ()))   # what an iteration keeps
-        count += n * each if not strides else marks
+        count += n * each if not strides else len(loops.segment_starts(n, strides[0]))
         kept += stored
         label = _loop_label(graph, loop)
         holders[label] = holders.get(label, 0) + stored
@@ -523,6 +525,14 @@ def _memory(graph, values, sizes, grads, loop_info, keep, segments, pol, unreads
     top = sorted(holders.items(), key=lambda item: (-item[1], item[0]))[:5]
     return Memory(count, kept, gradient_bytes, kept + transient + gradient_bytes + in_flight,
                   tuple(top), again, pol)
+
+
+def _stored(loop, iteration, state, strides):
+    """The bytes a loop keeps from forward to its backward: every iteration's
+    values, or its outermost checkpoints."""
+    if not strides:
+        return loop.count * iteration
+    return len(loops.segment_starts(loop.count, strides[0])) * state
 
 
 def _computed(loop):
