@@ -189,8 +189,7 @@ def loop_peak(n, strides, iteration, state):
     if not strides:
         return n * iteration
     starts = loops.segment_starts(n, strides[0])
-    stops = list(starts[1:]) + [n]
-    spans = [(j, stop - start) for j, (start, stop) in enumerate(zip(starts, stops))]
+    spans = [(j, stop - start) for j, (start, stop) in enumerate(loops.segment_spans(n, starts))]
     if isinstance(starts, range):   # even: the last segment, or the last full one, holds most
         spans = spans[-2:]
     return max(j * state + _segment_peak(span, strides[1:], iteration, state)

@@ -37,6 +37,11 @@ def segment_starts(count, first):
     return range(0, count, first) if isinstance(first, int) else first
 
 
+def segment_spans(count, starts):
+    """(start, stop) of each segment of `count` iterations that start at `starts`."""
+    return list(zip(starts, list(starts[1:]) + [count]))
+
+
 def parts(graph, i):
     """The ids of loop node i's parts: they follow it on the tape."""
     return range(i + 1, i + 1 + len(graph.nodes[i].value.outputs))
@@ -178,19 +183,19 @@ def reversed_values(loop, run_, algebra):
         for t in range(loop.count - 1, -1, -1):
             yield t, run_.kept[t]
         return
-    step, after = stepper(loop, algebra, run_.inner, run_.forward, getattr(run_, 'drop', ()))
+    drop = getattr(run_, 'drop', ())
+    step, after = stepper(loop, algebra, run_.inner, run_.forward, drop)
     args, strides, count = run_.args, run_.strides, loop.count
     starts = sorted(run_.kept)
     # Levels of segments, outermost first: (level, start, stop, state at start,
     # or None for a checkpoint, taken from run_.kept when its turn comes).
-    pending = [(1, start, stop, None) for start, stop in zip(starts, starts[1:] + [count])]
+    pending = [(1, start, stop, None) for start, stop in segment_spans(count, starts)]
     while pending:
         level, start, stop, state = pending.pop()
         if state is None:
             state = run_.kept.pop(start)
         if level == len(strides):   # innermost: run it again, keeping every value
             segment = []
-            drop = getattr(run_, 'drop', ())
             for t in range(start, stop):
                 values = step(state, args, t)
                 state = after(values, state)

@@ -11,7 +11,7 @@ knows how.
 from typing import NamedTuple
 
 from ..core.checkpoint import readable as size
-from ..core.loops import segment_starts
+from ..core.loops import segment_spans, segment_starts
 from .scene import results
 
 STRIP = 40   # a loop of up to this many iterations draws one mark per iteration
@@ -123,7 +123,7 @@ def _lengths(starts, n):
     """Shrinking segments' lengths, as people read them: '14 down to 1'."""
     if isinstance(starts, range):
         return f'{starts.step}'
-    lengths = [stop - start for start, stop in zip(starts, list(starts[1:]) + [n])]
+    lengths = [stop - start for start, stop in segment_spans(n, starts)]
     return f'{max(lengths)} down to {min(lengths)}'
 
 
@@ -134,9 +134,8 @@ def _strip(loop):
         return ()
     n = loop.count
     starts = segment_starts(n, loop.strides[0])
-    stops = list(starts[1:]) + [n]
     if n <= STRIP:
-        cells = ' '.join('■' + '□' * (stop - start - 1) for start, stop in zip(starts, stops))
+        cells = ' '.join('■' + '□' * (stop - start - 1) for start, stop in segment_spans(n, starts))
         return (f'iterations: {cells}   (■ state kept, □ computed again)',)
     return (f'segments of {_lengths(starts, n)}: ' + '■' * min(len(starts), STRIP)
             + ('…' if len(starts) > STRIP else ''),)
