@@ -260,6 +260,9 @@ def vjp(loop, run_, cotangents, algebra, sweep, live=None, wanted=None):
             top = max(top, o)
         if top < 0:
             break   # nothing reaches this iteration, so nothing reaches an earlier one
+        # The seeds are in grads now, which let each go once it is passed on.
+        seeds = g = None
+        carried = [None] * len(slots)
         track_here = track and (body.branches or any(r is not True and r is not False
                                                      for r in rows))
         if track_here:
