@@ -141,6 +141,19 @@ def tanh(x):
     return _per_element(_tanh, x)
 
 
+def tanh_vjp(k, g, out, a):
+    """tanh's rule over arrays, g·((1 − y)(1 + y)) as primitives._tanh_vjp
+    computes it, rounding for rounding, with two temporaries at most where
+    the rule over the algebra holds three: a layer's worth less at the peak
+    of a backward pass, which holds few more."""
+    owned = np.subtract(1.0, out)
+    mine = owned if isinstance(owned, np.ndarray) else None   # a 0-d result is a scalar
+    owned = np.multiply(owned, np.add(1.0, out), out=mine)
+    if mine is None or np.broadcast_shapes(np.shape(g), owned.shape) != owned.shape:
+        return (np.multiply(g, owned),)
+    return (np.multiply(g, owned, out=owned),)
+
+
 def erf(x):
     return _per_element(_erf, x)
 

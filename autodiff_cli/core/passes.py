@@ -112,7 +112,8 @@ def pullback(graph, i, g, values, algebra=NUMBERS):
     conventions hold everywhere at once.
     """
     node = graph.nodes[i]
-    return RULES[node.op](algebra, g, values[i], *[values[a] for a in node.args])
+    rule = getattr(algebra, 'rules', RULES)[node.op]
+    return rule(algebra, g, values[i], *[values[a] for a in node.args])
 
 
 def backward(graph, values, output=None, algebra=NUMBERS, seed=1.0, hooks=None):
@@ -152,7 +153,7 @@ def sweep(graph, values, grads, algebra, meet, top, hooks=None, free=False, rele
         for i in graph.loops:
             hooks[i] = _through_loop(graph, values, grads, algebra, meet, hooks.get(i), free,
                                      release)
-    rules, k, add = RULES, algebra, algebra.add
+    rules, k, add = getattr(algebra, 'rules', RULES), algebra, algebra.add
     # pullback(), inlined and unrolled by arity: this is every gradient's hot path.
     for i in range(top, -1, -1):
         if due and i in due:

@@ -14,7 +14,9 @@ condition of a `where`): it is never multiplied, so it cannot turn into nan
 through 0 * inf. Rules compute only through the algebra `k`, whose methods
 are the primitives themselves, so the same rule yields numbers (`NUMBERS`),
 arrays, or recorded nodes for higher-order derivatives, as JAX's and
-tinygrad's rules do.
+tinygrad's rules do. `array_vjp` names arrays.py's form of a rule whose
+temporaries, over large arrays, weigh as much as the values a backward pass
+keeps: the same operations, bit for bit, with fewer arrays in flight.
 
 Edge points follow PyTorch's derivatives.yaml, formula for formula, so that
 results agree with torch float64 autograd to the last few ulps: abs'(0) = 0,
@@ -50,7 +52,7 @@ LN2 = ieee.LN2
 LN10 = 2.3025850929940456
 
 Primitive = namedtuple('Primitive', 'name arity forward array vjp symbol jvp kind text numpy c js '
-                       'latex blocks shape')
+                       'latex blocks shape array_vjp')
 
 # The kinds: what an op is, for the passes and printers that treat kinds alike.
 ARITHMETIC, FUNCTION, STEP = 'arithmetic', 'function', 'step'
@@ -274,11 +276,11 @@ def _clamp_jvp(k, t, out, x, low, high):
 
 
 def _row(name, arity, forward, array, vjp, symbol=None, jvp=None, kind=FUNCTION, text=None,
-         numpy=None, c=None, js=None, latex=None, blocks=None, shape=None):
+         numpy=None, c=None, js=None, latex=None, blocks=None, shape=None, array_vjp=None):
     if blocks is None and kind == STEP:
         blocks = f'{name} is a step: its derivative is 0'
     return Primitive(name, arity, forward, array, vjp, symbol, jvp, kind, text, numpy, c, js,
-                     latex, blocks, shape)
+                     latex, blocks, shape, array_vjp)
 
 
 def _infix(name, arity, forward, array, vjp, text, js, kind=ARITHMETIC, **forms):
@@ -331,7 +333,8 @@ CALLABLE = [
          c='sinh', js='Math.sinh(a)', latex='\\sinh'),
     _row('cosh', 1, ieee.cosh, 'cosh', lambda k, g, out, a: (k.mul(g, k.sinh(a)),),
          c='cosh', js='Math.cosh(a)', latex='\\cosh'),
-    _row('tanh', 1, math.tanh, 'tanh', _tanh_vjp, c='tanh', js='Math.tanh(a)', latex='\\tanh'),
+    _row('tanh', 1, math.tanh, 'tanh', _tanh_vjp, c='tanh', js='Math.tanh(a)', latex='\\tanh',
+         array_vjp='tanh_vjp'),
     _row('exp', 1, ieee.exp, 'exp', lambda k, g, out, a: (k.mul(g, out),),
          c='exp', js='Math.exp(a)', latex=('e^{$0}', 4, 0)),
     _row('log', 1, ieee.log, 'log', lambda k, g, out, a: (k.div(g, a),),

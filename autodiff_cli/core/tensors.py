@@ -24,7 +24,8 @@ _ALGEBRA = []
 
 
 def algebra():
-    """TENSORS: each primitive's array form, and the meeting that unbroadcasts."""
+    """TENSORS: each primitive's array form and rule, and the meeting that
+    unbroadcasts."""
     if not _ALGEBRA:
         from types import SimpleNamespace
 
@@ -37,11 +38,14 @@ def algebra():
         # an array program has no such twin, and NumPy's is within an ulp of it.
         forms['tanh'] = np.tanh
         settle = lambda t, value: np.broadcast_to(t, np.shape(value))   # noqa: E731
+        # (the rules that have an array form of their own: fewer arrays in flight)
+        rules = {row.name: getattr(arrays, row.array_vjp) if row.array_vjp else row.vjp
+                 for row in PRIMITIVES.values()}
         _ALGEBRA.append(SimpleNamespace(np=np, coerce=lambda v: np.asarray(v, dtype=np.float64),
                                         meeting=Unbroadcast, deferred=Deferred, settle=settle,
                                         wanted=None, value=lambda v: v,
                                         shape=lambda v: getattr(v, 'shape', ()),
-                                        **forms))
+                                        rules=rules, **forms))
     return _ALGEBRA[0]
 
 
