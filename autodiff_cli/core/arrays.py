@@ -147,11 +147,10 @@ def tanh_vjp(k, g, out, a):
     the rule over the algebra holds three: a layer's worth less at the peak
     of a backward pass, which holds few more."""
     owned = np.subtract(1.0, out)
-    mine = owned if isinstance(owned, np.ndarray) else None   # a 0-d result is a scalar
-    owned = np.multiply(owned, np.add(1.0, out), out=mine)
-    if mine is None or np.broadcast_shapes(np.shape(g), owned.shape) != owned.shape:
-        return (np.multiply(g, owned),)
-    return (np.multiply(g, owned, out=owned),)
+    if type(owned) is not np.ndarray or np.shape(g) != owned.shape:   # a scalar; a broadcast
+        return (np.multiply(g, np.multiply(owned, np.add(1.0, out))),)
+    np.multiply(owned, np.add(1.0, out), owned)   # (the third argument is where it goes)
+    return (np.multiply(g, owned, owned),)
 
 
 def erf(x):
