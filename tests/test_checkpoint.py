@@ -364,8 +364,9 @@ def test_a_memory_limit_that_cannot_be_met_says_so_with_the_numbers():
     over = run_main(['grad', '-f', 'samples/deep_loop.ad', '--memory-limit', '1MB', '--json'])
     assert over.code == 0 and over.out == plain.out
     said = re.fullmatch(r'adgrad: warning: --memory-limit 1\.0 MB is not met: the process held '
-                        r'([0-9.]+) MB before the pass, and the pass peaks at [0-9.]+ k?B '
-                        r'\(its gradients alone [0-9.]+ k?B\)\n', over.err)
+                        r'([0-9.]+) MB before the pass besides its inputs, and the pass peaks '
+                        r'at [0-9.]+ k?B with them \(its gradients alone [0-9.]+ k?B\)\n',
+                        over.err)
     assert said, over.err
     with open('/proc/self/statm') as f:   # this process ran it: about what it holds now
         now = int(f.read().split()[1]) * os.sysconf('SC_PAGE_SIZE') / 1e6
@@ -433,3 +434,25 @@ def test_what_measures_one_point_says_so_with_points_by_the_option_given(tmp_pat
                     *words])
     assert run.code == 2 and run.err.startswith(f'adgrad: error: {message}'), run.err
     assert run.err.count('\n') == 1
+
+
+def test_an_input_counts_the_memory_it_views_once(tmp_path):
+    # np.load gives a reshaped view of its own buffer: the report counted it as
+    # a header (120 B) while the pass held all of W. Bound from a file or
+    # written out, W is the same bytes; a broadcast number is a number, and
+    # a column of a wider table its own share.
+    W = np.arange(24.0).reshape(2, 3, 4) / 10
+    np.save(tmp_path / 'W.npy', W)
+    program = ('input x[3], W[2, 3, 4]\nfor i in 0..2 {\n    x = tanh(x @ W[i])[0:3]\n}\n'
+               'loss = sum(x^2)\n')
+    (tmp_path / 'p.ad').write_text(program)
+    held = []
+    for binding in (f'W=@{tmp_path / "W.npy"}', 'W=' + json.dumps(W.tolist())):
+        run = run_main(['grad', '-f', str(tmp_path / 'p.ad'), 'x=[0.1, 0.2, 0.3]', binding,
+                        '--memory', '--json'])
+        assert run.code == 0, run.err
+        held.append({h['what']: h['bytes'] for h in json.loads(run.out)['memory']['held_most']})
+    assert held[0]['input W'] == held[1]['input W'] == checkpoint.ARRAY_BYTES + W.nbytes
+    assert checkpoint.input_bytes(np.broadcast_to(2.0, (1000,))) == checkpoint.ARRAY_BYTES + 8
+    table = np.ones((100, 5))
+    assert checkpoint.input_bytes(table[:, 1]) == checkpoint.ARRAY_BYTES + 800

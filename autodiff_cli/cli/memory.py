@@ -41,7 +41,7 @@ def run_point(args, graph, inputs, names, env, data=()):
     start = len(env.warn.messages)
     if arrays:
         from ..core import tensors
-        pol, held = _budget(pol)
+        pol, held = _budget(pol, inputs)
         run = checkpoint.array_gradients(graph, inputs, pol, names)
         value = run.values[graph.output]
         if getattr(value, 'ndim', 0):
@@ -50,7 +50,7 @@ def run_point(args, graph, inputs, names, env, data=()):
         finite = tensors.is_finite
     else:
         from ..core.primitives import NUMBERS
-        pol, held = _budget(pol)
+        pol, held = _budget(pol, inputs)
         run = checkpoint.gradients(graph, inputs, NUMBERS, pol)
         value = run.values[graph.output]
 
@@ -60,8 +60,9 @@ def run_point(args, graph, inputs, names, env, data=()):
     memory = run.memory
     if held is not None and held + memory.peak > limit:
         env.warn(f'--memory-limit {size(limit)} is not met: the process held {size(held)} '
-                 f'before the pass, and the pass peaks at {size(memory.peak)} (its '
-                 f'gradients alone {size(memory.gradient_bytes)})')
+                 f'before the pass besides its inputs, and the pass peaks at '
+                 f'{size(memory.peak)} with them (its gradients alone '
+                 f'{size(memory.gradient_bytes)})')
     # The pass's values (a loop's checkpoints among them) have served: they
     # go before the output, which over arrays takes memory of its own.
     del run
@@ -89,12 +90,14 @@ def run_point(args, graph, inputs, names, env, data=()):
     return Exit.OK
 
 
-def _budget(pol):
+def _budget(pol, inputs):
     """auto's policy with the pass's share of the limit (what the process does
-    not hold already), and what it held; other policies as they are, None."""
+    not hold already but the inputs, which the pass's peak counts), and what
+    it held besides them; other policies as they are, None."""
     if pol.kind != 'auto':
         return pol, None
-    held = _process_bytes()
+    from ..core.checkpoint import input_bytes
+    held = max(0, _process_bytes() - sum(input_bytes(v) for v in inputs.values()))
     return pol._replace(limit=max(1, pol.limit - held)), held
 
 

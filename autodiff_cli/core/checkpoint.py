@@ -99,6 +99,22 @@ def values_bytes(values):
     return sum(map(value_bytes, values)) + LIST_BYTES
 
 
+def held_bytes(graph, values):
+    """Each value's bytes on the tape: value_bytes, but an input counts the
+    memory it views, which is no other value's (np.load's reshaped buffer),
+    up to its own size (a column of a wider table: its share; a broadcast
+    number: the number)."""
+    return [input_bytes(v) if node.op == 'input' else value_bytes(v)
+            for v, node in zip(values, graph.nodes)]
+
+
+def input_bytes(value):
+    base = getattr(value, 'base', None)
+    if base is None or getattr(value, 'ndim', 0) == 0:
+        return value_bytes(value)
+    return ARRAY_BYTES + min(value.nbytes, getattr(base, 'nbytes', value.nbytes))
+
+
 def plain_estimate(graph):
     """(values, bytes) a plain backward pass of a program of numbers keeps,
     without running it: every node's value and every iteration's."""
@@ -255,7 +271,7 @@ def _beside_loops(graph, inputs, algebra):
     inputs' and every top-level value's, as if all were kept (their sizes by
     shape), so that auto's choice for a loop errs toward meeting the limit."""
     sizes = _node_bytes(graph, inputs, algebra)
-    return sum(value_bytes(inputs[node.name]) if node.op == 'input' else size
+    return sum(input_bytes(inputs[node.name]) if node.op == 'input' else size
                for node, size in zip(graph.nodes, sizes) if node.op != 'loop' and
                (node.args or node.op == 'input'))
 
@@ -339,7 +355,7 @@ def gradients(graph, inputs, algebra, pol=PLAIN, seed=1.0, backward_pass=True):
         keep = keep_set(graph, cuts)
     grads = None
     segments = []
-    sizes = [value_bytes(v) for v in values]   # (backward lets a loop's outputs go)
+    sizes = held_bytes(graph, values)   # (backward lets a loop's outputs go)
     if backward_pass:
         grads = [None] * len(graph.nodes)
         grads[graph.output] = seed
@@ -594,4 +610,4 @@ def plan(graph, values, algebra, pol=PLAIN):
         loop_plans[i] = LoopPlan(loop.count, loop_strides(loop, pol, iteration, state),
                                  _computed(loop) - len(drop), _computed(loop), iteration, state)
     return Plan(keep, again, _segment_of(len(graph.nodes), cuts),
-                [value_bytes(v) for v in values], loop_plans, pol)
+                held_bytes(graph, values), loop_plans, pol)
