@@ -151,16 +151,20 @@ def test_a_rule_s_array_form_gives_the_rule_s_bits_and_leaves_its_arguments(name
     out = np.asarray(getattr(k, name)(x))
     g = rng.standard_normal(out.shape)
     g[:3] = [np.inf, np.nan, 0.0]
-    for given_g, given_out in ((g, out), (g.reshape(7, 7), out.reshape(7, 7)),
+    square_g, square = g.reshape(7, 7), out.reshape(7, 7)
+    for given_g, given_out in ((g, out), (square_g, square), (square_g, square.T),
+                               (square_g.T, square.T), (square_g[:, ::2], square[:, ::2]),
                                (np.broadcast_to(0.5, out.shape), out), (g[:1], out[:1]),
-                               (np.asarray(g[4]), np.asarray(out[4])), (g, out[4]), (2.0, out)):
+                               (np.asarray(g[4]), np.asarray(out[4])), (g, out[4]), (2.0, out),
+                               (g, out.astype(np.float32))):
         kept = [np.array(given_g, copy=True), np.array(given_out, copy=True)]
         expected = row.vjp(k, given_g, given_out, None)
         got = getattr(array_forms, row.array_vjp)(k, given_g, given_out, None)
         assert k.rules[name] is getattr(array_forms, row.array_vjp)
-        for e, r in zip(expected, got):
-            assert np.shape(r) == np.shape(e)
-            assert np.asarray(r).tobytes() == np.asarray(e).tobytes()
+        for e, r in zip(expected, got):   # the layout too: a later sum adds in its order
+            r, e = np.asarray(r), np.asarray(e)
+            assert (r.shape, r.strides, r.dtype) == (e.shape, e.strides, e.dtype)
+            assert r.tobytes() == e.tobytes()
         assert np.array_equal(given_g, kept[0], equal_nan=True)
         assert np.array_equal(given_out, kept[1], equal_nan=True)
 
