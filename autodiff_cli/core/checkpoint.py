@@ -23,7 +23,7 @@ from collections import namedtuple
 from ..errors import AdgradError
 from . import loops
 from .passes import forward, sweep, taken
-from .saved import leads_for, placeholder, saved, unread
+from .saved import is_placeholder, leads_for, placeholder, saved, unread
 
 Policy = namedtuple('Policy', 'kind every limit')   # kind: 'none', 'sqrt', 'every', 'auto'
 
@@ -80,8 +80,8 @@ def readable(n):
 def value_bytes(value):
     """The bytes a value holds, as Python holds it: a float's object, an
     array's data (none for a view of another's) and header."""
-    if isinstance(value, loops.LoopRun) or value is None:
-        return 8
+    if isinstance(value, loops.LoopRun) or value is None or is_placeholder(value):
+        return 8   # its place in a list (a placeholder is shared)
     nbytes = getattr(value, 'nbytes', None)
     if nbytes is None or getattr(value, 'ndim', 1) == 0 and not hasattr(value, 'base'):
         return FLOAT_BYTES

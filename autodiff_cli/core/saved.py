@@ -9,6 +9,8 @@ values that record where they came from (a probe), as JAX finds a
 function's residuals by tracing it.
 """
 
+from functools import lru_cache
+
 from .array_rules import Deferred
 from .graph import leading_to_inputs
 from .primitives import PRIMITIVES, SELECT, names_of
@@ -152,12 +154,23 @@ class _Nothing:
 
 def placeholder(value):
     """A dropped value's stand-in: None, or over arrays a view of one zero in
-    its shape, which backward's meetings can read a shape from."""
+    its shape, which backward's meetings can read a shape from; one view per
+    shape, shared, as it is read only (a loop drops values every iteration)."""
     shape = getattr(value, 'shape', None)
     if not shape:
         return None
+    return _zeros(tuple(shape))
+
+
+@lru_cache(maxsize=256)
+def _zeros(shape):
     import numpy as np
     return np.broadcast_to(np.float64(0.0), shape)
+
+
+def is_placeholder(value):
+    shape = getattr(value, 'shape', None)
+    return bool(shape) and value is _zeros(tuple(shape))
 
 
 def unread(loop, values, algebra):
