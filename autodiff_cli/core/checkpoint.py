@@ -109,6 +109,7 @@ def held_bytes(graph, values):
 
 
 def input_bytes(value):
+    """An input's bytes: see held_bytes."""
     base = getattr(value, 'base', None)
     if base is None or getattr(value, 'ndim', 0) == 0:
         return value_bytes(value)
