@@ -152,3 +152,32 @@ def test_a_constant_exponent_is_differentiated_only_over_numbers():
                            if power_kept else 2 * x / 3, rtol=1e-15)
         expected_y = x ** y * np.log(x) / 3 if power_kept else np.zeros(3)
         assert np.allclose(run.grads[graph.inputs['y']], expected_y, rtol=1e-15)
+
+
+def test_a_loop_s_output_is_counted_once_by_the_report_and_the_picture(tmp_path):
+    # Plain, the loop's output is its last iteration's value, counted with
+    # the loop's; checkpointed, it is held beside the checkpoints. The report
+    # had counted it twice plain, the picture not at all checkpointed.
+    import json
+    import numpy as np
+    (tmp_path / 'p.ad').write_text('input X[40, 3], W[6, 3, 3]\nfor i in 0..6 {\n'
+                                   '    X = tanh(X @ W[i])\n}\nloss = mean(X^2)\n')
+    X = np.linspace(-1, 1, 120).reshape(40, 3)
+    W = np.stack([np.eye(3) * (0.5 + k / 10) for k in range(6)])
+    argv = ['-f', str(tmp_path / 'p.ad'), 'X=' + json.dumps(X.tolist()),
+            'W=' + json.dumps(W.tolist())]
+    activation = checkpoint.ARRAY_BYTES + X.nbytes
+    # an iteration keeps its tanh, its list, and the place of the product it drops
+    iteration = activation + checkpoint.LIST_BYTES + 8
+    for extra, loop_holds in (([], 6 * iteration), (['--checkpoint', 'every:2'], None)):
+        run = run_main(['grad', *argv, '--memory', '--json', *extra])
+        report = json.loads(run.out)['memory']
+        held = dict((h['what'], h['bytes']) for h in report['held_most'])
+        part = [what for what in held if what.startswith('tanh(X @ W[i])')]
+        dot = dot_of(*argv, *(extra or ['--memory']))
+        node = next(line for line in dot.splitlines() if 'X#3 = tanh' in line)
+        if loop_holds is not None:   # plain: the loop holds the output, once
+            assert held['loop for i in 0..6 (line 2)'] == loop_holds and part == []
+            assert 'kept' not in node
+        else:
+            assert held[part[0]] == activation and f'kept, {activation / 1000:.1f} kB' in node

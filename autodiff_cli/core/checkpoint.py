@@ -511,7 +511,7 @@ def _memory(graph, values, sizes, grads, loop_info, keep, segments, pol, unreads
     holders = {}
     count, kept = 0, 0
     for i, size in enumerate(sizes):
-        if not keep[i]:
+        if not keep[i] or _in_last_iteration(graph, i, loop_info):
             continue
         count += 1
         kept += size
@@ -541,6 +541,16 @@ def _memory(graph, values, sizes, grads, loop_info, keep, segments, pol, unreads
     top = sorted(holders.items(), key=lambda item: (-item[1], item[0]))[:5]
     return Memory(count, kept, gradient_bytes, kept + transient + gradient_bytes + in_flight,
                   tuple(top), again, pol)
+
+
+def _in_last_iteration(graph, i, loop_info):
+    """Whether node i is a part of a loop that keeps every iteration's values:
+    its value is then the last iteration's, counted with the loop's."""
+    node = graph.nodes[i]
+    if node.op != 'part':
+        return False
+    info = loop_info.get(id(graph.nodes[node.args[0]].value))
+    return info is not None and not info[3]
 
 
 def _stored(loop, iteration, state, strides):
