@@ -510,8 +510,11 @@ def _memory(graph, values, sizes, grads, loop_info, keep, segments, pol, unreads
     the kept values, the largest segment run again and the gradients."""
     holders = {}
     count, kept = 0, 0
+    def strides(j):
+        info = loop_info.get(id(graph.nodes[j].value))
+        return None if info is None else info[3]
     for i, size in enumerate(sizes):
-        if not keep[i] or _in_last_iteration(graph, i, loop_info):
+        if not keep[i] or in_last_iteration(graph, i, strides):
             continue
         count += 1
         kept += size
@@ -543,14 +546,12 @@ def _memory(graph, values, sizes, grads, loop_info, keep, segments, pol, unreads
                   tuple(top), again, pol)
 
 
-def _in_last_iteration(graph, i, loop_info):
-    """Whether node i is a part of a loop that keeps every iteration's values:
-    its value is then the last iteration's, counted with the loop's."""
+def in_last_iteration(graph, i, strides):
+    """Whether node i is a part of a loop that keeps every iteration's values
+    (`strides(loop node id)`: its strides, () for every iteration): its value
+    is then the last iteration's, counted with the loop's."""
     node = graph.nodes[i]
-    if node.op != 'part':
-        return False
-    info = loop_info.get(id(graph.nodes[node.args[0]].value))
-    return info is not None and not info[3]
+    return node.op == 'part' and strides(node.args[0]) == ()
 
 
 def _stored(loop, iteration, state, strides):

@@ -291,7 +291,7 @@ def vjp(loop, run_, cotangents, algebra, sweep, live=None, wanted=None):
                     sums[j] = algebra.np.zeros(algebra.shape(run_.args[j]))
                 sums[j][loop.first + t] += g
         # (this iteration's values and cotangents go before the next is run again)
-        values = grads = seeds = meet = g = None
+        values = grads = meet = g = None
     for j, slices in pieces.items():
         sums[j] = gather(slices, run_.args[j])
     kinds = [kind for kind, _ in slots]

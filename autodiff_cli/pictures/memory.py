@@ -10,7 +10,7 @@ knows how.
 
 from typing import NamedTuple
 
-from ..core.checkpoint import readable as size
+from ..core.checkpoint import in_last_iteration, readable as size
 from ..core.loops import segment_spans, segment_starts
 from .scene import results
 
@@ -40,7 +40,8 @@ def annotate(drawn, graph, plan, collapsed=False):
             kept_count, kept_bytes, again_count = (kept_count + count, kept_bytes + store.bytes,
                                                    again_count + again)
             item = item._replace(notes=item.notes + _strip(loop))
-        elif item.kind != 'const' and not _in_last_iteration(graph, item.id, plan):
+        elif item.kind != 'const' and not in_last_iteration(
+                graph, item.id, lambda j: plan.loops[j].strides if j in plan.loops else ()):
             kept = [i for i in ids if plan.kept[i] and graph.nodes[i].op not in ('const', 'static')]
             again = [i for i in ids if plan.again[i]]
             total = sum(plan.bytes[i] for i in kept)
@@ -66,17 +67,6 @@ def annotate(drawn, graph, plan, collapsed=False):
     segments = _segments(items, drawn.links) if checkpoints and len(set(plan.segment)) > 1 \
         else ()
     return drawn._replace(items=items, segments=segments, memory=summary)
-
-
-def _in_last_iteration(graph, i, plan):
-    """A loop's part whose value is its last iteration's, which the loop's
-    mark counts: where the loop keeps every iteration (else it is held
-    beside the checkpoints, and marked as any value)."""
-    node = graph.nodes[i]
-    if node.op != 'part':
-        return False
-    loop = plan.loops.get(node.args[0])
-    return loop is None or not loop.strides
 
 
 def _segments(items, links):
