@@ -270,23 +270,14 @@ def test_explain_names_the_loop_a_gradient_vanishes_in():
         in run.out, run.out
 
 
-@pytest.mark.parametrize('args, refused', [
-    (['--format', 'text'], True), (['--steps', 'frames', '-o', 'a.svg'], True),
-    (['--step', '2', '-o', 'a.svg'], True), (['--format', 'text', '--pass', 'forward'], False),
-    (['--steps', 'frames', '--forward-steps', '-o', 'a.svg'], False),
-    (['--step', '2', '--forward-steps', '-o', 'a.svg'], False)])
-def test_render_says_in_one_line_which_steps_do_not_go_through_a_loop(args, refused, tmp_path,
-                                                                      monkeypatch):
-    # The backward steps said "this does not take loops yet: ... use eval or
-    # grad"; the forward ones, and the forward table, draw the loop as a node.
+def test_the_interactive_page_says_in_one_line_that_it_takes_no_loop(tmp_path, monkeypatch):
+    # The page computes node by node in JavaScript; the steps, pictures and
+    # the table go through a loop (tests/test_loop_steps.py).
     monkeypatch.chdir(tmp_path)
-    run = run_main(['render', 'input x = 0.5\nfor i in 0..3 {\n    x = sin(x)\n}\nz = x'] + args)
-    if refused:
-        assert run.code == 2 and run.out == '' and list(tmp_path.iterdir()) == []
-        assert run.err.count('\n') == 1 and 'does not go through a loop yet' in run.err, run.err
-    else:
-        assert run.code == 0, run.err
-        assert run.out or list(tmp_path.iterdir())
+    run = run_main(['render', 'input x = 0.5\nfor i in 0..3 {\n    x = sin(x)\n}\nz = x',
+                    '-o', 'page.html'])
+    assert run.code == 2 and run.out == '' and list(tmp_path.iterdir()) == []
+    assert run.err.count('\n') == 1 and 'does not take loops yet' in run.err, run.err
 
 
 def test_a_hundred_thousand_iterations_take_linear_time():

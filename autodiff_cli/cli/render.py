@@ -140,14 +140,6 @@ def run_render(args, env):
         if mode == 'structure' and len(missing) < len(graph.inputs):
             warn(f"no value for '{missing[0]}': drawing the structure only "
                  f'(give every variable a value to see values and gradients)')
-    backward_steps = (stepping and not forward_steps) or (fmt == 'text' and not stepping)
-    if graph.loops and backward_steps and mode not in ('forward', 'structure') and not missing:
-        # (a backward step is a node's rule; a loop's are all its iterations')
-        what, instead = ('--format text lists', '--pass forward, render a picture') \
-            if fmt == 'text' else ('--steps and --step draw', '--forward-steps, render the '
-                                   'picture without them')
-        raise UsageError(f'{what} the backward pass node by node, which does not go through a '
-                         f'loop yet: give {instead}, or write the loop out')
     values = grads = None
     if mode != 'structure':
         values, grads = _passes(graph, values_in, mode == 'backward', warn)

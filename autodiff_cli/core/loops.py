@@ -216,15 +216,15 @@ def reversed_values(loop, run_, algebra):
         pending.extend(marks)
 
 
-def vjp(loop, run_, cotangents, algebra, sweep, live=None, wanted=None):
+def vjp(loop, run_, cotangents, algebra, sweep, live=None, wanted=None, each=None):
     """(cotangents, rows) of the loop node's arguments, given its parts'
-    cotangents (None where none arrives), by sweeping the body once per
-    iteration in reverse. Over a batch whose rows take branches
-    (`algebra.live_rows`), a cotangent is exact in its rows (True: all),
-    as in branches.LiveRows; `live` gives the parts'. `wanted`: per argument,
-    whether an array program needs its gradient (tensors.Unbroadcast).
-    The list `cotangents` is emptied once they seed the last iteration, so
-    that each goes as soon as it is passed on."""
+    (None where none arrives; the list is emptied once they seed the last
+    iteration), by sweeping the body once per iteration in reverse. Over a
+    batch whose rows take branches (`algebra.live_rows`), a cotangent is
+    exact in its rows (True: all), as in branches.LiveRows; `live` gives the
+    parts'. `wanted`: per argument, whether an array program needs its
+    gradient (tensors.Unbroadcast). `each(t, slots)` is told what iteration
+    t passed back to each slot (a picture's steps)."""
     body, slots, count = loop.body, loop.slots, loop.count
     add = algebra.add
     carried, carried_rows = [None] * len(slots), [True] * len(slots)
@@ -271,6 +271,8 @@ def vjp(loop, run_, cotangents, algebra, sweep, live=None, wanted=None):
             meet = meeting(body, values, grads, body_algebra) if meeting is not None else None
         # (an iteration's gradients but its slots' are read no more once passed on)
         sweep(body, values, grads, body_algebra, meet, top, free=True)
+        if each is not None:
+            each(t, [grads[sid] for _, sid in slots])
         for j, (kind, sid) in enumerate(slots):
             g = grads[sid]
             r = meet.live[sid] if track_here else (g is not None)

@@ -3,7 +3,7 @@
 `annotate()` marks a Scene from a checkpoint.Plan (core/checkpoint.py): each
 Item's `store` says whether backward keeps its value ('kept'; with
 checkpoints, 'checkpoint') or computes it again ('again'), and how many
-bytes; with checkpoints each Item has a `segment`, and a loop's notes say
+bytes; with checkpoints each Item has a `segment`, and a loop's strip says
 which iterations keep their state. style.py draws the marks; nothing here
 knows how.
 """
@@ -39,7 +39,7 @@ def annotate(drawn, graph, plan, collapsed=False):
             store, count, again = _loop_store(loop, size)
             kept_count, kept_bytes, again_count = (kept_count + count, kept_bytes + store.bytes,
                                                    again_count + again)
-            item = item._replace(notes=item.notes + _strip(loop))
+            item = item._replace(strip=_strip(loop))
         elif item.kind != 'const' and not in_last_iteration(
                 graph, item.id, lambda j: plan.loops[j].strides if j in plan.loops else ()):
             kept = [i for i in ids if plan.kept[i] and graph.nodes[i].op not in ('const', 'static')]
@@ -60,10 +60,10 @@ def annotate(drawn, graph, plan, collapsed=False):
         items.append(item._replace(store=store, segment=plan.segment[item.id]
                                    if checkpoints and len(set(plan.segment)) > 1 else None))
     if checkpoints:
-        summary = (f'{_policy(plan.policy)}: keeps {kept_count} values, {size(kept_bytes)}; '
-                   f'computes {again_count} again, a segment at a time, before its gradients')
+        summary = (f'{_policy(plan.policy)}: keeps {kept_count:,} values, {size(kept_bytes)}; '
+                   f'computes {again_count:,} again, a segment at a time, before its gradients')
     else:
-        summary = f'the backward pass keeps {kept_count} values, {size(kept_bytes)}'
+        summary = f'the backward pass keeps {kept_count:,} values, {size(kept_bytes)}'
     segments = _segments(items, drawn.links) if checkpoints and len(set(plan.segment)) > 1 \
         else ()
     return drawn._replace(items=items, segments=segments, memory=summary)

@@ -40,6 +40,8 @@ class Item(NamedTuple):
     store: object = None   # what backward does with its value (memory.py's Store), if drawn
     segment: int | None = None   # its checkpoint segment, if drawn
     tags: tuple = ()     # ids of the nodes it stands for that a diagnosis names: '#49'
+    strip: tuple = ()    # a loop's line of its iterations (memory.py, loop_steps.py),
+                         # drawn at every step, before its gradient too
 
 
 class Link(NamedTuple):

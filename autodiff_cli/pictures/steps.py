@@ -22,6 +22,7 @@ from .render import Picture
 from .preview import as_scalar, short as preview_short, text as preview_text
 from .scene import SYMBOL_LIMIT, array_flows, caller_texts, node_symbol, output_symbol, scene
 from .fold import compacted, drawn_as
+from .loop_steps import loop_steps
 from .style import Frame, Look, block_labels, caption_lines, style
 from .text import displayable, number
 
@@ -41,10 +42,14 @@ class Step(NamedTuple):
     grad: float      # ∂f/∂node as backward() computed it
     caption: str
     brief: str | None = None   # the caption without its formulas: a frame's, if too long
+    within: bool = False       # a loop's iterations before its first: the loop is not done
+    strip: tuple = ()          # a loop's line of iterations during this step, and after it
 
 
-def steps(graph, values, grads):
-    """One Step per node the output depends on, in the order its gradient becomes final."""
+def steps(graph, values, grads, strides=None):
+    """One Step per node the output depends on, in the order its gradient
+    becomes final; a loop's are its iterations', the last first (loop_steps).
+    `strides(i)`: what loop node i keeps, as checkpoint.Plan's loops say."""
     graph = displayable(graph)
     nodes = graph.nodes
     f = output_symbol(graph)
@@ -68,6 +73,12 @@ def steps(graph, values, grads):
     for i in range(graph.output, -1, -1):
         if not live[i]:
             continue
+        if nodes[i].op == 'loop':
+            told, partials[i] = loop_steps(graph, i, values, grads, f,
+                                           strides(i) if strides else ())
+            result.extend(Step(i, (), None, step.caption, within=step.within, strip=step.strip)
+                          for step in told)
+            continue
         terms = []
         for c, position in uses[i]:
             if c not in partials:
@@ -75,6 +86,12 @@ def steps(graph, values, grads):
                 # (a vector-Jacobian product), not a local derivative times a number.
                 partials[c] = array_flows(graph, c, grads[c], values) if arrays \
                     else pullback(graph, c, 1.0, values)
+            if nodes[c].op == 'loop':   # read by several of its slots (W and W[i]): one term
+                if not terms or terms[-1].consumer != c:
+                    shares = [g for a, g in zip(nodes[c].args, partials[c])
+                              if a == i and g is not None]
+                    terms.append(Term(c, grads[c], sum(shares[1:], shares[0]) if shares else 0.0))
+                continue
             local = partials[c][position]
             terms.append(Term(c, grads[c], 0.0 if local is None else local,
                               None if arrays else local_symbol(graph, c, position, name)))
@@ -99,27 +116,38 @@ def _caption(graph, f, i, terms, grad, texts=None, formulas=True):
     # ∂f/∂z = ∂f/∂f · ∂(x*y*z)/∂z and not ∂f/∂f · ∂f/∂z.
     shown, more = terms[:MAX_TERMS], len(terms) - MAX_TERMS
     symbols = _symbols(graph, f, me, shown, texts)
-    products = ' + '.join(f'{_factor(t.upstream)} · {_factor(t.local)}' for t in shown)
+    products = ' + '.join(_product(graph, t, _factor(t.local)) for t in shown)
     # The local derivatives as formulas where they say more than a number:
     # ∂f/∂x = ∂f/∂(x*y) · ∂(x*y)/∂x = 4 · y = 4 · 3 = 12.
     shown_formulas, formulas = formulas, ''
     if shown_formulas and any(t.formula for t in shown):
         formulas = ' + '.join(
-            f'{_factor(t.upstream)} · {_wrap(t.formula) if t.formula else _factor(t.local)}'
+            _product(graph, t, _wrap(t.formula) if t.formula else _factor(t.local))
             for t in shown)
     if more > 0:
         symbols += f' + … ({more} more)'
         products += ' + …'
         formulas += ' + …' if formulas else ''
     middle = f' = {formulas}' if formulas else ''
+    if len(terms) == 1 and not formulas and products == number(grad):   # a loop's alone
+        return f'∂{f}/∂{me} = {symbols} = {products}'
     return f'∂{f}/∂{me} = {symbols}{middle} = {products} = {number(grad)}'
 
 
 def _symbols(graph, f, me, terms, texts):
-    """The chain rule's terms as symbols: ∂f/∂(x*y) · ∂(x*y)/∂x + ..."""
+    """The chain rule's terms as symbols: ∂f/∂(x*y) · ∂(x*y)/∂x + ...; a
+    loop's term is what its iterations passed back (loop_steps)."""
     return ' + '.join(
+        'what the loop passes back' if graph.nodes[t.consumer].op == 'loop' else
         f'∂{f}/∂{node_symbol(graph, t.consumer, f, texts=texts)} · '
         f'∂{node_symbol(graph, t.consumer, f, local=True, texts=texts)}/∂{me}' for t in terms)
+
+
+def _product(graph, term, local):
+    """One term of a sum of products: upstream · local, or a loop's alone."""
+    if graph.nodes[term.consumer].op == 'loop':
+        return local
+    return f'{_factor(term.upstream)} · {local}'
 
 
 def _array_caption(graph, f, i, terms, grad, texts=None):
@@ -181,7 +209,8 @@ def frames(step_list, forward=False, look=None):
     done = set()
     result = []
     for k, step in enumerate(step_list, 1):
-        done.add(step.node)
+        if not step.within:
+            done.add(step.node)
         caption = f'Step {k} of {len(step_list)}: {step.caption}'
         if look is not None and step.brief and len(caption_lines(caption, look)) > LONGEST:
             caption = f'Step {k} of {len(step_list)}: {step.brief}'
@@ -217,16 +246,32 @@ def step_pictures(graph, values, grads, rankdir='LR', look=None, forward=False, 
     if look.caption and marks:   # every frame as tall as the one with the longest caption
         most = max(len(caption_lines(frame.caption, look)) for frame in marks)
         marks = [frame._replace(lines=most) for frame in marks]
+    scenes = progressed(drawn, step_list)
     if fit is not None and marks:
         def draw(direction, dressed):
-            picture = Picture(_styled(drawn, mode, direction, marks[-1], dressed))
+            picture = Picture(_styled(scenes[-1], mode, direction, marks[-1], dressed))
             picture.how = (direction, dressed)
             # the first frame measured too: its labels differ most from the others'
-            picture.also = [_styled(drawn, mode, direction, marks[0], dressed)]
+            picture.also = [_styled(scenes[0], mode, direction, marks[0], dressed)]
             return picture
         rankdir, look = fit(draw).how
-    return [(step, Picture(_styled(drawn, mode, rankdir, frame, look)))
-            for step, frame in zip(step_list, marks)]
+    return [(step, Picture(_styled(shown, mode, rankdir, frame, look)))
+            for step, frame, shown in zip(step_list, marks, scenes)]
+
+
+def progressed(drawn, step_list):
+    """The scene each step is drawn on: a loop's line of iterations (memory.py's
+    strip, if it has one) as its step draws it, or as the latest left it."""
+    result = []
+    for step in step_list:
+        if step.strip:
+            now, later = ([item._replace(strip=(line,)) if item.id == step.node else item
+                           for item in drawn.items] for line in step.strip)
+            result.append(drawn._replace(items=now))
+            drawn = drawn._replace(items=later)
+        else:
+            result.append(drawn)
+    return result
 
 
 def _styled(drawn, mode, rankdir, frame, look):
@@ -409,7 +454,8 @@ def checkpoint_steps(graph, values, grads, plan, drawn):
     """(Step list, Frame list) of a checkpointed backward pass: before the
     first gradient of each segment (the last segment first), a step that
     computes its dropped values again from its checkpoints."""
-    step_list = steps(graph, values, grads)
+    step_list = steps(graph, values, grads,
+                      lambda i: plan.loops[i].strides if i in plan.loops else ())
     segment = {item.id: item.segment for item in drawn.items}
     again = {}
     for item in drawn.items:
@@ -434,7 +480,7 @@ def checkpoint_steps(graph, values, grads, plan, drawn):
         marks.append((None, step.caption, frozenset(dropped)))
     frames_ = []
     for n, (step, (redo, caption, gone)) in enumerate(zip(out, marks), 1):
-        if redo is None:
+        if redo is None and not step.within:
             done.add(step.node)
         frames_.append(Frame(frozenset(done), step.node if redo is None else -1,
                              f'Step {n} of {len(out)}: {caption}', False,
@@ -450,11 +496,12 @@ def _checkpoint_pictures(graph, values, grads, rankdir, look, fit, plan):
     if look.caption and marks:   # every frame as tall as the one with the longest caption
         most = max(len(caption_lines(frame.caption, look)) for frame in marks)
         marks = [frame._replace(lines=most) for frame in marks]
+    scenes = progressed(drawn, step_list)
     if fit is not None and marks:
         def draw(direction, dressed):
-            picture = Picture(style(drawn, 'backward', direction, marks[-1], dressed))
+            picture = Picture(style(scenes[-1], 'backward', direction, marks[-1], dressed))
             picture.how = (direction, dressed)
             return picture
         rankdir, look = fit(draw).how
-    return [(step, Picture(style(drawn, 'backward', rankdir, frame, look)))
-            for step, frame in zip(step_list, marks)]
+    return [(step, Picture(style(shown, 'backward', rankdir, frame, look)))
+            for step, frame, shown in zip(step_list, marks, scenes)]

@@ -208,6 +208,7 @@ def _reasons(item, show_grad, pending, look):
         # A call's local derivatives belong to the backward pass: a picture
         # of the forward pass (the tutorial's figure 7) shows values alone.
         rows.extend(_row(_plain(note) if look.compact else note, INK) for note in item.notes)
+    rows.extend(_row(_plain(line) if look.compact else line, INK) for line in item.strip)
     if item.store is not None:
         rows.append(_row(item.store.note, MUTED if item.store.kind == 'again' else KEPT,
                          bold=item.store.kind != 'again'))
@@ -528,7 +529,7 @@ def label_width(item, points, compact=False):
     shape = '' if item.shape is None else '  ' + shape_text(item.shape)
     lines = [item.title + shape, *(broken((item.expr or '') + shape) if compact else
                                    [item.expr or '']),
-             *(map(_plain, item.notes) if compact else item.notes)]
+             *(map(_plain, item.notes + item.strip) if compact else item.notes + item.strip)]
     flagged = item.health is not None and item.health.state in ('vanishing', 'exploding')
     if compact:
         lines.append(' │ '.join(short(x) for x in (item.value, item.grad) if x is not None)
