@@ -86,6 +86,16 @@ def test_color_magnitude_judges_an_array_by_its_gradients_norm():
     assert '(vanishing)' in ''.join(labels(dot)[graph.inputs['x']])
 
 
+def test_color_magnitude_says_why_a_number_gets_zero_from_an_array(tmp_path):
+    # It asked `local == 0` of an array, an internal error (a review's case): here
+    # b's gradient is sum(2·X·b · X), 0 as X is, and ∂(X*b)/∂b is X.
+    from autodiff_cli.pictures.health import diagnose
+    graph, values, grads = passes('input X[3], b = 1.0\nloss = sum((X*b)^2)',
+                                  {'X': [0.0, 0.0, 0.0], 'b': 1.0})
+    health = diagnose(graph, values, grads)[graph.inputs['b']]
+    assert health.state == 'zero' and health.reason == 'zero: ∂(X*b)/∂b = 0 (node 2)', health
+
+
 @needs_dot
 def test_render_draws_an_array_program_and_refuses_an_array_output_in_one_line(tmp_path):
     out = tmp_path / 'a.png'

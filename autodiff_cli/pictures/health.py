@@ -57,6 +57,8 @@ def diagnose(graph, values, grads):
                 users[a].append((c, position))
     for i in range(len(nodes) - 1, -1, -1):
         g = grads[i]
+        if nodes[i].op == 'loop':   # it has none of its own: it shows its last part's (scene.py)
+            g = grads[i + len(nodes[i].value.outputs)]
         if not live[i] or g is None:
             result[i] = Health('none', None, None, None)
             continue
@@ -86,24 +88,29 @@ def _why_zero(graph, i, uses, values, grads, blocked_by):
     is zero (the reason travels back from there), then a factor of zero."""
     locals_ = [(c, _local(graph, c, position, values)) for c, position in uses]
     for c, local in locals_:
-        if (local is None or local == 0) and graph.nodes[c].op in GATES:
+        if _zero(local) and graph.nodes[c].op in GATES:
             return c, f'blocked by {_text(graph, c)} (node {c}): {GATES[graph.nodes[c].op]}'
     for c, _ in locals_:
-        if grads[c] == 0 and blocked_by[c] is not None and blocked_by[c][0] is not None:
+        if _zero(grads[c]) and blocked_by[c] is not None and blocked_by[c][0] is not None:
             return blocked_by[c]
     for c, local in locals_:
-        if graph.nodes[c].op != 'loop' and (local is None or local == 0):
+        if graph.nodes[c].op != 'loop' and _zero(local):
             return c, f'zero: ∂{_symbol(graph, c)}/∂{_symbol(graph, i)} = 0 (node {c})'
     # A loop is the reason where its term is the only one: beside another,
     # a zero sum is their cancelling.
     loops = [c for c, _ in locals_ if graph.nodes[c].op == 'loop']
-    others = [c for c, _ in locals_ if graph.nodes[c].op != 'loop' and grads[c] != 0]
+    others = [c for c, _ in locals_ if graph.nodes[c].op != 'loop' and not _zero(grads[c])]
     if len(loops) == 1 and not others:
         c, count = loops[0], graph.nodes[loops[0]].value.count
         line = graph.source.count('\n', 0, graph.nodes[c].span[0]) + 1
         return c, (f'zero: it comes back 0 from the {count:,} iteration{"s" * (count != 1)} '
                    f'of the loop on line {line} (node {c})')
     return None, 'zero: the terms that reach it cancel exactly'
+
+
+def _zero(x):
+    """No gradient, or one that is 0 (an array's: every entry)."""
+    return x is None or (norm(x) == 0 if is_array(x) else x == 0)
 
 
 def _local(graph, c, position, values):

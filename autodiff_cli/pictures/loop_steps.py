@@ -9,6 +9,7 @@ iterations during the step and after it. A loop of more than STRIP iterations
 is told in at most GROUPS steps, a run of iterations or segments each.
 """
 
+from bisect import bisect_right
 from typing import NamedTuple
 
 from ..core import loops
@@ -24,56 +25,61 @@ KEPT, DROPPED, AGAIN, NOW, DONE = '■', '□', '▣', '◆', '✓'
 class Told(NamedTuple):
     """A step of a loop's backward pass, as steps.Step takes it."""
     caption: str
-    within: bool   # before the loop's last step
     strip: tuple   # the loop's line of iterations during the step, and after it
 
 
 def loop_steps(graph, i, values, grads, f, strides=()):
     """(Told for each step of loop node i's backward pass, what it passes
     back to each argument): the same cotangents backward() gives them."""
-    node = graph.nodes[i]
-    loop, run = node.value, values[i]
-    count, body = loop.count, loop.body
+    loop = graph.nodes[i].value
+    count = loop.count
     spans = loops.segment_spans(count, loops.segment_starts(count, strides[0])) if strides \
         else [(t, t + 1) for t in range(count)]
     groups = _groups(spans, count)
-    # what each step says came back: every iteration's, or a run's first
-    said = range(count) if count <= STRIP else {start for start, _, _ in groups}
-    cotangents = [grads[p] for p in loops.parts(graph, i)]
-    told = {}
+    # each step's run of iterations, and what it says came back: the slots'
+    # cotangents at the run's first iteration, the free values' shares summed
+    runs = [(t, t) for t in range(count)] if count <= STRIP else \
+        [(start, stop - 1) for start, stop, _ in groups]
+    firsts = [low for low, _ in runs]
+
+    def run_of(t):
+        return bisect_right(firsts, t) - 1
+    told, shares = {}, [[None] * len(loop.slots) for _ in runs]
 
     def each(t, slots):
-        if t in said:
-            told[t] = slots
-    given, _ = loops.vjp(loop, run, list(cotangents), _algebra(graph), _sweep(), each=each)
-    names = [body.nodes[sid].name for _, sid in loop.slots]
-    # what reaches each carried value after the last iteration: its part's cotangent
-    after = [None] * len(loop.slots)
-    for k, o in enumerate(loop.outputs):
-        for j, out in enumerate(loop.carry):
-            if out == o:
-                after[j] = cotangents[k]
+        k = run_of(t)
+        if t == firsts[k]:
+            told[k] = slots
+        for j, (kind, _) in enumerate(loop.slots):
+            if kind == FREE and slots[j] is not None:
+                shares[k][j] = slots[j] if shares[k][j] is None else shares[k][j] + slots[j]
+    cotangents = [grads[p] for p in loops.parts(graph, i)]
+    given, _ = loops.vjp(loop, values[i], list(cotangents), _algebra(graph), _sweep(),
+                         each=each)
+    carried = [(j, loop.body.nodes[sid].name) for j, (kind, sid) in enumerate(loop.slots)
+               if kind == CARRY]
+    # what reaches the last iteration: each of the loop's results' cotangent
+    after = list(zip(loop.names, cotangents))
     starts = {start for start, _ in spans}
     state = [KEPT if not strides or t in starts else DROPPED for t in range(count)]
     result = []
     for start, stop, segments in reversed(groups):
         if strides:
-            for t in range(start, stop):
-                state[t] = AGAIN
+            state[start:stop] = [AGAIN] * (stop - start)
             line = _strip(state, spans, strides)
-            result.append(Told(_again(loop, start, stop, segments), True, (line, line)))
-        # up to STRIP iterations, a step each; past it, a step for the whole run
-        runs = [(t, t) for t in range(stop - 1, start - 1, -1)] if count <= STRIP \
-            else [(start, stop - 1)]
-        for low, high in runs:
-            before = told.get(low, [None] * len(loop.slots))
+            result.append(Told(_again(loop, start, stop, segments), (line, line)))
+        for k in reversed(range(run_of(start), run_of(stop - 1) + 1)):
+            low, high = runs[k]
+            before = told.get(k, [None] * len(loop.slots))
             shown = list(state)
             shown[low:high + 1] = [NOW] * (high + 1 - low)
             state[low:high + 1] = [DONE] * (high + 1 - low)
-            result.append(Told(_caption(loop, f, names, after, before, low, high), low > 0,
-                               (_strip(shown, spans, strides), _strip(state, spans, strides))))
-            after = [before[j] if kind == CARRY else None
-                     for j, (kind, _) in enumerate(loop.slots)]
+            said = _said(loop, f, after, [(name, before[j]) for j, name in carried],
+                         [(j, before[j] if low == high else shares[k][j])
+                          for j in range(len(loop.slots))], low, high)
+            result.append(Told(said, (_strip(shown, spans, strides),
+                                      _strip(state, spans, strides))))
+            after = [(name, before[j]) for j, name in carried]
     return result, given
 
 
@@ -92,12 +98,12 @@ def _sweep():
 
 def _groups(spans, count):
     """(start, stop, segments) of each step's run of iterations: a segment,
-    up to STRIP iterations; past it, runs of whole segments."""
+    up to STRIP iterations; past it, GROUPS runs of whole segments."""
     if count <= STRIP:
         return [(start, stop, 1) for start, stop in spans]
-    per = -(-len(spans) // GROUPS)
-    return [(spans[k][0], spans[min(k + per, len(spans)) - 1][1], min(per, len(spans) - k))
-            for k in range(0, len(spans), per)]
+    n = min(GROUPS, len(spans))
+    bounds = [k * len(spans) // n for k in range(n + 1)]
+    return [(spans[a][0], spans[b - 1][1], b - a) for a, b in zip(bounds, bounds[1:])]
 
 
 def _index(loop, t):
@@ -119,26 +125,43 @@ def _again(loop, start, stop, segments):
             f'before their gradients flow')
 
 
-def _caption(loop, f, names, after, before, low, high):
-    """What iterations low..high passed back: each carried value's cotangent
-    after them and before them, each other slot's share from them."""
+def _said(loop, f, after, before, shares, low, high):
+    """What iterations low..high passed back: the cotangents of what they
+    compute (`after`: (name, cotangent)) and of the carried values they
+    start from (`before`); each free value's share, each slice's."""
     if low == high:
         head = f'Iteration {low + 1:,} of {loop.count:,}{_index(loop, low)}, backward'
     else:
         head = f'Iterations {high + 1:,} down to {low + 1:,} of {loop.count:,}, backward'
-    said, them = [], 'it' if low == high else 'them'
-    for j, (kind, _) in enumerate(loop.slots):
-        name = names[j].rstrip("'")
-        if kind == CARRY:
-            if after[j] is not None or before[j] is not None:
-                said.append(f'∂{f}/∂{name} is {_shown(after[j])} after {them}, '
-                            f'{_shown(before[j])} before')
-        elif low == high and before[j] is not None:
-            verb = '+=' if kind == FREE else '='   # a free value's share adds up
-            said.append(f'∂{f}/∂{name} {verb} {_shown(before[j])}')
+    them = 'it' if low == high else 'them'
+    came = {name: g for name, g in before if not _nothing(g)}
+    said = []
+    for name, g in after:
+        if _nothing(g):
+            continue
+        text = f'∂{f}/∂{name} is {_shown(g)} after {them}'
+        if name in came:
+            text += f', {_shown(came.pop(name))} before'
+        said.append(text)
+    said += [f'∂{f}/∂{name} is {_shown(g)} before {them}' for name, g in came.items()]
+    body = loop.body
+    for j, g in shares:
+        kind, sid = loop.slots[j]
+        if kind == CARRY or g is None or kind != FREE and low != high:
+            continue
+        name = body.nodes[sid].name
+        if kind == FREE:   # read, not carried: its shares add up
+            said.append(f'∂{f}/∂{name} += {_shown(g)}')
+        else:              # W[i]: the slice this iteration took
+            said.append(f'∂{f}/∂{name.partition("[")[0]}[{loop.first + low:,}] is {_shown(g)}')
     if not said:
         return f'{head}: no gradient reaches {them}'
     return f'{head}: ' + '; '.join(said)
+
+
+def _nothing(g):
+    """No cotangent, or a number 0: a value the output does not use."""
+    return g is None or not is_array(g) and g == 0
 
 
 def _shown(x):

@@ -42,7 +42,6 @@ class Step(NamedTuple):
     grad: float      # ∂f/∂node as backward() computed it
     caption: str
     brief: str | None = None   # the caption without its formulas: a frame's, if too long
-    within: bool = False       # a loop's iterations before its first: the loop is not done
     strip: tuple = ()          # a loop's line of iterations during this step, and after it
 
 
@@ -76,8 +75,7 @@ def steps(graph, values, grads, strides=None):
         if nodes[i].op == 'loop':
             told, partials[i] = loop_steps(graph, i, values, grads, f,
                                            strides(i) if strides else ())
-            result.extend(Step(i, (), None, step.caption, within=step.within, strip=step.strip)
-                          for step in told)
+            result.extend(Step(i, (), None, step.caption, strip=step.strip) for step in told)
             continue
         terms = []
         for c, position in uses[i]:
@@ -129,8 +127,8 @@ def _caption(graph, f, i, terms, grad, texts=None, formulas=True):
         products += ' + …'
         formulas += ' + …' if formulas else ''
     middle = f' = {formulas}' if formulas else ''
-    if len(terms) == 1 and not formulas and products == number(grad):   # a loop's alone
-        return f'∂{f}/∂{me} = {symbols} = {products}'
+    if len(terms) == 1 and graph.nodes[terms[0].consumer].op == 'loop':   # a loop's alone
+        return f'∂{f}/∂{me} = {symbols} = {number(grad)}'
     return f'∂{f}/∂{me} = {symbols}{middle} = {products} = {number(grad)}'
 
 
@@ -138,9 +136,17 @@ def _symbols(graph, f, me, terms, texts):
     """The chain rule's terms as symbols: ∂f/∂(x*y) · ∂(x*y)/∂x + ...; a
     loop's term is what its iterations passed back (loop_steps)."""
     return ' + '.join(
-        'what the loop passes back' if graph.nodes[t.consumer].op == 'loop' else
+        _loop_term(graph, t.consumer) if graph.nodes[t.consumer].op == 'loop' else
         f'∂{f}/∂{node_symbol(graph, t.consumer, f, texts=texts)} · '
         f'∂{node_symbol(graph, t.consumer, f, local=True, texts=texts)}/∂{me}' for t in terms)
+
+
+def _loop_term(graph, c):
+    """A loop's term, named by its line where the program has several."""
+    if len(graph.loops) == 1 or graph.nodes[c].span is None:
+        return 'what the loop passes back'
+    line = graph.source.count('\n', 0, graph.nodes[c].span[0]) + 1
+    return f'what the loop on line {line} passes back'
 
 
 def _product(graph, term, local):
@@ -209,8 +215,7 @@ def frames(step_list, forward=False, look=None):
     done = set()
     result = []
     for k, step in enumerate(step_list, 1):
-        if not step.within:
-            done.add(step.node)
+        done.add(step.node)
         caption = f'Step {k} of {len(step_list)}: {step.caption}'
         if look is not None and step.brief and len(caption_lines(caption, look)) > LONGEST:
             caption = f'Step {k} of {len(step_list)}: {step.brief}'
@@ -480,7 +485,7 @@ def checkpoint_steps(graph, values, grads, plan, drawn):
         marks.append((None, step.caption, frozenset(dropped)))
     frames_ = []
     for n, (step, (redo, caption, gone)) in enumerate(zip(out, marks), 1):
-        if redo is None and not step.within:
+        if redo is None:
             done.add(step.node)
         frames_.append(Frame(frozenset(done), step.node if redo is None else -1,
                              f'Step {n} of {len(out)}: {caption}', False,
