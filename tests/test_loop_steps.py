@@ -203,3 +203,19 @@ def test_a_loops_gradient_shows_as_its_results_and_colours_by_it(tmp_path):
                     '--color', 'magnitude', '-o', str(tmp_path / 'x.svg')])
     assert run.code == 0, run.err
     assert 'cancel' not in (tmp_path / 'x.svg').read_text()
+
+
+def test_the_text_table_says_what_backward_keeps_and_lists_the_segments_computed_again(tmp_path):
+    # every:2 over 4 iterations keeps the state before iterations 1 and 3 and
+    # runs all 4 again; with x, the loop's result and z, five floats of 32 B
+    # are kept: the table, its summary and the steps say so, as the pictures do
+    run = run_main(['render', SINES, '--checkpoint', 'every:2', '--format', 'text', '-o', '-'])
+    assert run.code == 0, run.err
+    assert re.search(r'keeps its state every 2\s.*iterations: 2, 64 B', run.out, re.S), run.out
+    assert 'every:2: keeps 5 values, 160 B; computes 4 again' in run.out, run.out
+    listed = re.findall(r'^ +\d+\. (.*)$', run.out, re.M)
+    assert [line.split(',')[0] for line in listed[2:8]] == [
+        'Iterations 3 to 4 of 4 are computed again from the state kept at the start of '
+        'iteration 3 (i=2)', 'Iteration 4 of 4 (i=3)', 'Iteration 3 of 4 (i=2)',
+        'Iterations 1 to 2 of 4 are computed again from the state kept at the start of '
+        'iteration 1 (i=0)', 'Iteration 2 of 4 (i=1)', 'Iteration 1 of 4 (i=0)']

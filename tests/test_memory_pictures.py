@@ -119,7 +119,7 @@ def test_memory_pictures_fit_a_16_9_slide_with_12_point_text(argv, tmp_path, mon
     (['--memory', '--checkpoint', 'sqrt'], 'give one of them'),
     (['--checkpoint', 'auto'], 'draws sqrt or every:K'),
     (['--checkpoint', 'every:0'], "unknown --checkpoint 'every:0'"),
-    (['--memory', '--format', 'text'], 'not text'),
+    (['--memory', '--format', 'html'], 'not html'),
     (['--memory', '--pass', 'forward'], 'draw the backward pass')])
 def test_bad_memory_picture_options_are_one_line_usage_errors(argv, message, monkeypatch):
     monkeypatch.chdir(ROOT)

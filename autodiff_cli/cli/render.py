@@ -153,7 +153,7 @@ def run_render(args, env):
     if path is not None:
         if fmt == 'text':
             _check_size(graph, args.max_nodes or MAX_NODES, '--format text', spread=None)
-            data = _text(graph, values, grads, mode, path == '-' and out.isatty())
+            data = _text(graph, values, grads, mode, path == '-' and out.isatty(), plan)
         elif fmt == 'html':
             from ..pictures.page import interactive_page
             _check_size(graph, args.max_nodes or MAX_NODES, '--format html')
@@ -222,9 +222,9 @@ def _memory_plan(args, graph, values, values_in, mode, fmt, collapse):
     if memory and text is not None:
         raise UsageError('--memory draws what the plain pass keeps, --checkpoint what a '
                          'checkpointed one keeps: give one of them')
-    if fmt in ('text', 'html'):
-        raise UsageError(f'--memory and --checkpoint mark a picture: svg, png, pdf or dot, '
-                         f'not {fmt}')
+    if fmt == 'html':
+        raise UsageError('--memory and --checkpoint mark a picture or a table: svg, png, pdf, '
+                         'dot or text, not html')
     if mode != 'backward':
         raise UsageError('--memory and --checkpoint draw the backward pass: give every '
                          'variable a value, and leave out --pass forward')
@@ -434,9 +434,11 @@ def _step_files(graph, values, grads, args, look, fmt='svg', plan=None):
 
 # ---- text ----
 
-def _text(graph, values, grads, mode, terminal):
+def _text(graph, values, grads, mode, terminal, plan=None):
     """A rich table of the nodes, then the chain rule one node at a time, as bytes:
-    coloured and as wide as the terminal if `terminal`, else plain and 120 wide."""
+    coloured and as wide as the terminal if `terminal`, else plain and 120 wide.
+    With a checkpoint.Plan, a column says what backward keeps of each node, and
+    the steps compute each segment again before its gradients, as the pictures do."""
     from rich.console import Console
     from rich.table import Table
 
@@ -452,7 +454,14 @@ def _text(graph, values, grads, mode, terminal):
     def grad_text(item, shown=grad_text):
         return preview(item.grad) if is_array(item.grad) else shown(item)
 
-    drawn = scene(graph, values, grads)
+    if plan is None:
+        drawn = scene(graph, values, grads)
+        step_list = steps(graph, values, grads) if mode == 'backward' else []
+    else:
+        from ..pictures.render import drawing
+        from ..pictures.steps import checkpoint_steps
+        drawn = drawing(graph, values, grads, plan=plan, folds=False)
+        step_list = checkpoint_steps(graph, values, grads, plan, drawn)[0]
     table = Table(title=f'{drawn.f} = {graph.text(graph.output, 60)}', title_justify='left')
     has_blocks = bool(drawn.blocks)
     width = shutil.get_terminal_size().columns if terminal else 120
@@ -476,6 +485,8 @@ def _text(graph, values, grads, mode, terminal):
         table.add_column(f'∂{drawn.f}/∂node', justify='right', style='green', no_wrap=True,
                          min_width=max(len(grad_text(i)) if i.live else 1
                                        for i in drawn.items))
+    if plan is not None:
+        table.add_column('backward keeps', overflow='fold', ratio=1, min_width=10)
     args = {item.id: [] for item in drawn.items}   # ids: an array op's static arguments are not items
     for link in drawn.links:
         args[link.dst].append(f'n{link.src}')
@@ -487,14 +498,18 @@ def _text(graph, values, grads, mode, terminal):
             row.append(number(item.value))
         if mode == 'backward':
             row.append(grad_text(item) if item.live else '-')
+        if plan is not None:
+            row.append('; '.join(([item.store.note] if item.store else []) + list(item.strip)))
         table.add_row(*row)
     buffer = io.StringIO()
     console = Console(file=buffer, force_terminal=terminal, no_color=not terminal,
                       width=width, highlight=False, markup=False)   # [ ] are text here
     console.print(table)
+    if plan is not None:
+        console.print(drawn.memory, soft_wrap=True)
     if mode == 'backward':
         console.print('\nbackward pass, one node at a time:')
-        for k, step in enumerate(steps(graph, values, grads), 1):
+        for k, step in enumerate(step_list, 1):
             for line in wrap_terms(f'{k:>4}. {step.caption}', width):
                 console.print(line, soft_wrap=True)
     text = buffer.getvalue()
