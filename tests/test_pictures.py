@@ -598,6 +598,18 @@ def test_captions_wrap_between_terms():
     assert wrap_terms(caption, 200) == [caption]
 
 
+def test_a_caption_of_prose_wraps_between_words_and_never_inside_parentheses():
+    # a loop's step has no ' = ' to break at: at 80 columns the terminal cut
+    # 'befo|re'; its words break, and '(i=8)' or a symbol stays whole
+    from autodiff_cli.pictures.text import wrap_terms
+    caption = ('Iteration 9 of 10 (i=8), backward: ∂z/∂(x + y) is 0.5391 after it, 0.1626 '
+               'before')
+    lines = wrap_terms(caption, 30)
+    assert lines == ['Iteration 9 of 10 (i=8),', '      backward: ∂z/∂(x + y) is',
+                     '      0.5391 after it, 0.1626', '      before']
+    assert ' '.join(line.strip() for line in lines) == caption
+
+
 def test_captions_name_block_arguments_as_the_caller_wrote_them():
     from autodiff_cli.pictures.steps import steps
     graph, values, grads = sample('deep')

@@ -506,7 +506,8 @@ def _text(graph, values, grads, mode, terminal, plan=None):
                       width=width, highlight=False, markup=False)   # [ ] are text here
     console.print(table)
     if plan is not None:
-        console.print(drawn.memory, soft_wrap=True)
+        for line in wrap_terms(drawn.memory, width, indent=0):
+            console.print(line, soft_wrap=True)
     if mode == 'backward':
         console.print('\nbackward pass, one node at a time:')
         for k, step in enumerate(step_list, 1):

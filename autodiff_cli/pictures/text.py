@@ -65,16 +65,30 @@ def _terms(text):
 def wrap_terms(text, width, indent=6):
     """Lines of at most `width` characters, broken only between the terms of a
     caption (never inside a number, a symbol or parentheses), continuation
-    lines indented. A term longer than a line is left whole, never cut."""
+    lines indented. A term longer than a line breaks between its words, as
+    prose does (a loop's steps); a word longer than a line is left whole."""
     lines, line = [], ''
     for chunk in _terms(text):
-        if line.strip() and len(line) + len(chunk) > width:
-            lines.append(line.rstrip())
-            line = ' ' * indent + chunk.lstrip()
-        else:
-            line += chunk
+        for piece in [chunk] if len(chunk.strip()) <= width - indent else _words(chunk):
+            if line.strip() and len(line) + len(piece) > width:
+                lines.append(line.rstrip())
+                line = ' ' * indent + piece.lstrip()
+            else:
+                line += piece
     lines.append(line.rstrip())
     return lines
+
+
+def _words(text):
+    """The text cut before each space outside parentheses."""
+    words, start, depth = [], 0, 0
+    for k, char in enumerate(text):
+        depth = depth + 1 if char == '(' else max(0, depth - 1) if char == ')' else depth
+        if k > start and char == ' ' and depth == 0 and text[k - 1] != ' ':
+            words.append(text[start:k])
+            start = k
+    words.append(text[start:])
+    return words
 
 
 def enclosed(text):
