@@ -219,3 +219,12 @@ def test_the_text_table_says_what_backward_keeps_and_lists_the_segments_computed
         'iteration 3 (i=2)', 'Iteration 4 of 4 (i=3)', 'Iteration 3 of 4 (i=2)',
         'Iterations 1 to 2 of 4 are computed again from the state kept at the start of '
         'iteration 1 (i=0)', 'Iteration 2 of 4 (i=1)', 'Iteration 1 of 4 (i=0)']
+
+
+def test_the_text_table_prints_a_policy_and_a_slice_as_written():
+    # rich read ':100:' as an emoji code: 'every💯 keeps' (a review's case)
+    run = run_main(['render', SINES, '--checkpoint', 'every:100', '--format', 'text', '-o', '-'])
+    assert run.code == 0 and 'every:100: keeps' in run.out, run.out
+    run = run_main(['render', 'input x[4]\nsum(x[0:4:2])', 'x=[1,2,3,4]', '--format', 'text',
+                    '-o', '-'])
+    assert run.code == 0 and 'x[0:4:2]' in run.out, run.out

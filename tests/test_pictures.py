@@ -610,6 +610,21 @@ def test_a_caption_of_prose_wraps_between_words_and_never_inside_parentheses():
     assert ' '.join(line.strip() for line in lines) == caption
 
 
+@pytest.mark.parametrize('caption, width, expected', [
+    # a bracket left open by an elided symbol protects nothing after it (a review's case)
+    ('from m, (log(exp(a…(b - m)), gamma, delta, 2 values, before', 30,
+     ['from m, (log(exp(a…(b - m)),', '      gamma, delta, 2 values,', '      before']),
+    # an array's value and a block's label stay whole, as a symbol does
+    ('backward: ∂f/∂x is [1, 2] after it, [block layer, call 10]', 30,
+     ['backward: ∂f/∂x is [1, 2]', '      after it,', '      [block layer, call 10]']),
+    # a term's ' = ' goes with its word, never alone at a line's end
+    ('a = ' + 'b' * 25 + ' ccc', 20, ['a', '      = ' + 'b' * 25, '      ccc']),
+    ('word ' * 6, 11, ['word word', '  word word', '  word word'])])   # no blank last line
+def test_prose_wraps_keep_brackets_and_leading_signs_whole(caption, width, expected):
+    from autodiff_cli.pictures.text import wrap_terms
+    assert wrap_terms(caption, width, indent=2 if caption.startswith('word') else 6) == expected
+
+
 def test_captions_name_block_arguments_as_the_caller_wrote_them():
     from autodiff_cli.pictures.steps import steps
     graph, values, grads = sample('deep')

@@ -503,7 +503,8 @@ def _text(graph, values, grads, mode, terminal, plan=None):
         table.add_row(*row)
     buffer = io.StringIO()
     console = Console(file=buffer, force_terminal=terminal, no_color=not terminal,
-                      width=width, highlight=False, markup=False)   # [ ] are text here
+                      width=width, highlight=False, markup=False,   # [ ] are text here,
+                      emoji=False)                                  # and every:100: too
     console.print(table)
     if plan is not None:
         for line in wrap_terms(drawn.memory, width, indent=0):

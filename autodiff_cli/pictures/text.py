@@ -64,7 +64,7 @@ def _terms(text):
 
 def wrap_terms(text, width, indent=6):
     """Lines of at most `width` characters, broken only between the terms of a
-    caption (never inside a number, a symbol or parentheses), continuation
+    caption (never inside a number, a symbol or brackets), continuation
     lines indented. A term longer than a line breaks between its words, as
     prose does (a loop's steps); a word longer than a line is left whole."""
     lines, line = [], ''
@@ -75,20 +75,34 @@ def wrap_terms(text, width, indent=6):
                 line = ' ' * indent + piece.lstrip()
             else:
                 line += piece
-    lines.append(line.rstrip())
+    if line.strip() or not lines:
+        lines.append(line.rstrip())
     return lines
 
 
 def _words(text):
-    """The text cut before each space outside parentheses."""
+    """The text cut before each space outside a pair of brackets (one left
+    open by an elided symbol, 'log(exp(a…(b - m)', protects nothing), and
+    never after a term's leading ' = ', ' · ' or ' + ', which keeps its word."""
+    inside, opened = [0] * (len(text) + 1), []
+    for k, char in enumerate(text):
+        if char in _OPEN:
+            opened.append(k)
+        elif char in _CLOSE and opened:
+            inside[opened.pop() + 1] += 1
+            inside[k] -= 1
     words, start, depth = [], 0, 0
     for k, char in enumerate(text):
-        depth = depth + 1 if char == '(' else max(0, depth - 1) if char == ')' else depth
-        if k > start and char == ' ' and depth == 0 and text[k - 1] != ' ':
+        depth += inside[k]
+        if k > start and char == ' ' and depth == 0 and text[k - 1] != ' ' \
+                and text[start:k].strip() not in _LEADS:
             words.append(text[start:k])
             start = k
     words.append(text[start:])
     return words
+
+
+_LEADS = ('=', '·', '+', '-')
 
 
 def enclosed(text):
