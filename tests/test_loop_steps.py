@@ -228,3 +228,13 @@ def test_the_text_table_prints_a_policy_and_a_slice_as_written():
     run = run_main(['render', 'input x[4]\nsum(x[0:4:2])', 'x=[1,2,3,4]', '--format', 'text',
                     '-o', '-'])
     assert run.code == 0 and 'x[0:4:2]' in run.out, run.out
+
+
+def test_a_segment_of_one_value_is_said_in_the_singular():
+    run = run_main(['render', 'input a = 2.0, b = -1.0, g = 0.5\nm = max(a, b)\n'
+                    'lse = m + log(exp(a - m) + exp(b - m))\nloss = lse*g - a',
+                    '--checkpoint', 'every:3', '--format', 'text', '-o', '-'])
+    assert run.code == 0, run.err
+    counts = re.findall(r', (\d+) (values?), before its', run.out.replace('\n      ', ' '))
+    assert {n == '1' for n, _ in counts} == {True, False}, run.out   # both are said
+    assert all((n == '1') == (word == 'value') for n, word in counts), counts

@@ -475,7 +475,8 @@ def checkpoint_steps(graph, values, grads, plan, drawn):
             dropped -= again[k]
             sources = labels[k].partition(' from ')[2].replace(' (its gradients flow first)', '')
             caption = (f'Segment {k + 1} is computed again from {sources}, '
-                       f'{len(again[k])} values, before its gradients flow')
+                       f'{len(again[k])} value{"s" * (len(again[k]) != 1)}, before its '
+                       f'gradients flow')
             first = min(again[k])
             out.append(Step(first, (), None, caption))
             marks.append((frozenset(again[k]), caption, frozenset(dropped)))
