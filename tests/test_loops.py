@@ -283,11 +283,14 @@ def test_the_interactive_page_says_in_one_line_that_it_takes_no_loop(tmp_path, m
 def test_a_hundred_thousand_iterations_take_linear_time():
     import time
 
-    def seconds(n):
+    def seconds(n):   # the best of three: a busy machine only adds time (a CI run flaked)
         graph = lower(f'input x = 0.5\nfor i in 0..{n} {{\n    x = sin(x) + 0.5*x\n}}\nz = x')
-        start = time.process_time()
-        backward(graph, forward(graph, {'x': 0.5}))
-        return time.process_time() - start
+        times = []
+        for _ in range(3):
+            start = time.process_time()
+            backward(graph, forward(graph, {'x': 0.5}))
+            times.append(time.process_time() - start)
+        return min(times)
     small, large = seconds(10_000), seconds(100_000)
     assert large < 20 * small   # 10 times the iterations: linear, with room for noise
 
