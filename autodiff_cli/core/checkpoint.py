@@ -580,9 +580,9 @@ def _holder(graph, i):
 def _loop_label(graph, loop):
     for i in graph.loops:
         if graph.nodes[i].value is loop:
-            line = graph.source.count('\n', 0, graph.nodes[i].span[0]) + 1
             index = loop.body.nodes[loop.index].name
-            return f'loop for {index} in {loop.first}..{loop.first + loop.count} (line {line})'
+            return (f'loop for {index} in {loop.first}..{loop.first + loop.count} '
+                    f'(line {graph.line(i)})')
     return 'a nested loop'
 
 

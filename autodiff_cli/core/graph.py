@@ -124,6 +124,10 @@ class Graph(namedtuple('Graph',
             else:
                 yield _text(source, node, limit, heads, tails, plain)
 
+    def line(self, node_id):
+        """The source line (from 1) a node's text starts on."""
+        return self.source.count('\n', 0, self.nodes[node_id].span[0]) + 1
+
     def label(self, node_id):
         """What a node is: its name, its constant, or its op."""
         node = self.nodes[node_id]

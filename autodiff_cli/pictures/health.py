@@ -102,9 +102,8 @@ def _why_zero(graph, i, uses, values, grads, blocked_by):
     others = [c for c, _ in locals_ if graph.nodes[c].op != 'loop' and not _zero(grads[c])]
     if len(loops) == 1 and not others:
         c, count = loops[0], graph.nodes[loops[0]].value.count
-        line = graph.source.count('\n', 0, graph.nodes[c].span[0]) + 1
         return c, (f'zero: it comes back 0 from the {count:,} iteration{"s" * (count != 1)} '
-                   f'of the loop on line {line} (node {c})')
+                   f'of the loop on line {graph.line(c)} (node {c})')
     return None, 'zero: the terms that reach it cancel exactly'
 
 

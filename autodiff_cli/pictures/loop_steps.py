@@ -13,7 +13,9 @@ from bisect import bisect_right
 from typing import NamedTuple
 
 from ..core import loops
-from ..core.graph import CARRY, FREE
+from ..core.graph import CARRY, FREE, is_array_program
+from ..core.passes import sweep
+from ..core.primitives import NUMBERS
 from .memory import STRIP
 from .preview import as_scalar, is_array, short
 from .text import number
@@ -54,8 +56,7 @@ def loop_steps(graph, i, values, grads, f, strides=()):
             if kind == FREE and slots[j] is not None:
                 shares[k][j] = slots[j] if shares[k][j] is None else shares[k][j] + slots[j]
     cotangents = [grads[p] for p in loops.parts(graph, i)]
-    given, _ = loops.vjp(loop, values[i], list(cotangents), _algebra(graph), _sweep(),
-                         each=each)
+    given, _ = loops.vjp(loop, values[i], list(cotangents), _algebra(graph), sweep, each=each)
     carried = [(j, loop.body.nodes[sid].name) for j, (kind, sid) in enumerate(loop.slots)
                if kind == CARRY]
     # what reaches the last iteration: each of the loop's results' cotangent
@@ -84,16 +85,10 @@ def loop_steps(graph, i, values, grads, f, strides=()):
 
 
 def _algebra(graph):
-    if graph.shapes is not None:
+    if is_array_program(graph):   # (NumPy only on the path that needs it)
         from ..core import tensors
         return tensors.algebra()
-    from ..core.primitives import NUMBERS
     return NUMBERS
-
-
-def _sweep():
-    from ..core.passes import sweep
-    return sweep
 
 
 def _groups(spans, count):

@@ -145,8 +145,7 @@ def _loop_term(graph, c):
     """A loop's term, named by its line where the program has several."""
     if len(graph.loops) == 1 or graph.nodes[c].span is None:
         return 'what the loop passes back'
-    line = graph.source.count('\n', 0, graph.nodes[c].span[0]) + 1
-    return f'what the loop on line {line} passes back'
+    return f'what the loop on line {graph.line(c)} passes back'
 
 
 def _product(graph, term, local):
