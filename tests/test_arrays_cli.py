@@ -144,6 +144,26 @@ def test_a_parquet_data_set_gives_its_readers_memory_back_once_read(tmp_path, mo
     assert np.array_equal(columns['x'], x) and np.array_equal(columns['y'], y)
 
 
+def test_a_float64_parquet_data_set_is_read_without_pyarrow_compute(tmp_path):
+    # pyarrow.compute is a large import, under the pass's peak: it is for a
+    # cast, and float64 columns need none. An int32 column still is cast.
+    import subprocess
+    import sys
+    pa = pytest.importorskip('pyarrow')
+    import pyarrow.parquet as pq
+    x, y = _data(100)
+    pq.write_table(pa.table({'x': x, 'y': y}), tmp_path / 'f.parquet')
+    pq.write_table(pa.table({'x': x, 'y': pa.array([1, 2] * 50, pa.int32())}),
+                   tmp_path / 'i.parquet')
+    script = ('import sys; from autodiff_cli.table.data import read_data; '
+              'c = read_data(sys.argv[1], ["x", "y"]); '
+              'print("pyarrow.compute" in sys.modules, float(c["y"].sum()))')
+    said = [subprocess.run([sys.executable, '-c', script, str(tmp_path / name)], check=True,
+                           capture_output=True, text=True).stdout.split()
+            for name in ('f.parquet', 'i.parquet')]
+    assert said == [['False', repr(float(y.sum()))], ['True', '150.0']]
+
+
 def test_data_from_standard_input(tmp_path):
     import subprocess
     import sys

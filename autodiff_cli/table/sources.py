@@ -681,7 +681,6 @@ def _table_columns(source, chunk, wanted, fills):
     closer look (the per-cell path then names it)."""
     import numpy as np
     import pyarrow as pa
-    import pyarrow.compute as pc
     out = {}
     for variable in wanted:
         data = chunk.table.column(source.header.index(variable))
@@ -689,10 +688,12 @@ def _table_columns(source, chunk, wanted, fills):
         if not (pa.types.is_floating(kind) or pa.types.is_integer(kind)
                 or pa.types.is_string(kind) or pa.types.is_large_string(kind)):
             return None
-        try:
-            data = pc.cast(data, pa.float64(), safe=False)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            return None
+        if kind != pa.float64():   # (pyarrow.compute is imported only to cast: it is large)
+            import pyarrow.compute as pc
+            try:
+                data = pc.cast(data, pa.float64(), safe=False)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                return None
         if data.null_count:
             if variable not in fills:
                 return None
