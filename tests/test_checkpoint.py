@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from autodiff_cli import backward, forward, lower
-from autodiff_cli.core import checkpoint, tensors
+from autodiff_cli.core import checkpoint, loops, tensors
 from autodiff_cli.core.batch import run_batch
 from autodiff_cli.core.primitives import NUMBERS
 from tests.fuzz import arrays as fuzz_arrays, gen
@@ -136,11 +136,13 @@ def test_a_loops_checkpoints_give_the_same_gradients_bit_for_bit(pol):
         assert same_bits(run.grads[i], plain[i]), name
 
 
-@pytest.mark.parametrize('strides', [(5, 2), (6, 3, 1), (4, 2, 1), (12, 5)])
-def test_levels_of_strides_give_the_same_gradients_bit_for_bit(strides):
-    # What auto chooses under a tight limit: a state every 6 iterations, then
-    # every 3 within a segment of 6 run again, and so on.
+@pytest.mark.parametrize('snapshots', [1, 2, 3, 5, 11])
+def test_revolve_gives_the_same_gradients_bit_for_bit(snapshots):
+    # What auto chooses under a tight limit: revolve's first sweep keeps a
+    # few states, and each segment is reversed by the binomial schedule.
     graph, inputs, k = lower(LOOP), loop_inputs(), tensors.algebra()
+    count = graph.nodes[graph.loops[0]].value.count
+    strides = (loops.revolve_starts(count, snapshots), loops.Revolve(snapshots))
     plain = tensors.gradients(graph, tensors.evaluate(graph, inputs))
     with np.errstate(all='ignore'):
         values = forward(graph, {n: k.coerce(v) for n, v in inputs.items()}, k, strides)
@@ -148,6 +150,134 @@ def test_levels_of_strides_give_the_same_gradients_bit_for_bit(strides):
     grads = tensors.gradients(graph, values)
     for name, i in graph.inputs.items():
         assert same_bits(grads[i], plain[i]), name
+
+
+def _fewest_runs_again(n, s, memo={}):
+    """The fewest iterations advanced to reverse n with s states held, by
+    trying every first split (the recurrence revolve solves in closed form)."""
+    if n == 1:
+        return 0
+    if s == 1:
+        return n * (n - 1) // 2
+    if (n, s) not in memo:
+        memo[n, s] = min(m + _fewest_runs_again(m, s) + _fewest_runs_again(n - m, s - 1)
+                         for m in range(1, n))
+    return memo[n, s]
+
+
+def _run_backward(n, strides, monkeypatch):
+    """(iterations run, forward's among them, iterations told, states alive
+    at each) of backward through n iterations kept as `strides` say, each
+    state alive checked to be from no later than the iteration told or its
+    output (the values told hold it)."""
+    import weakref
+    loop = lower(f'input X[3]\nfor i in 0..{n} {{\n    X = tanh(X * 0.9 + 0.1)\n}}\n'
+                 'z = sum(X)').nodes[1].value
+    k = tensors.algebra()
+    runs, states, at, alive = [], weakref.WeakValueDictionary(), {}, []
+    real = loops.stepper
+
+    def stepper(*args, **kwargs):
+        step, after = real(*args, **kwargs)
+
+        def counted(state, loop_args, t):
+            runs.append(t)
+            states[id(state[0])], at[id(state[0])] = state[0], t
+            return step(state, loop_args, t)
+
+        def registered(values, state):
+            state = after(values, state)
+            states[id(state[0])], at[id(state[0])] = state[0], runs[-1] + 1
+            return state
+        return counted, registered
+    monkeypatch.setattr(loops, 'stepper', stepper)
+    run_ = loops.run(loop, [np.array([0.5, -1.0, 2.0])], k, strides)
+    run_.outputs = ()   # (as a pass that owns them lets them go: sweep's release)
+    forward_runs, told = len(runs), []
+    for t, _ in loops.reversed_values(loop, run_, k):
+        told.append(t)
+        alive.append(sum(at[i] <= t for i in states.keys()))
+        assert max(at[i] for i in states.keys()) <= t + 1, t
+    return runs, forward_runs, told, alive
+
+
+@pytest.mark.parametrize('n,s', [(2, 1), (7, 1), (11, 3), (30, 2), (57, 5), (100, 2), (100, 3),
+                                 (120, 7), (45, 9)])
+def test_revolve_runs_again_the_fewest_and_holds_its_states(n, s, monkeypatch):
+    # Counted as it runs: the iterations run, and the states alive at once
+    # (the start's, the checkpoints, the one an iteration runs from).
+    strides = (loops.revolve_starts(n, s), loops.Revolve(s))
+    runs, forward_runs, told, alive = _run_backward(n, strides, monkeypatch)
+    assert forward_runs == n and told == list(range(n - 1, -1, -1))
+    assert len(runs) - n == loops.recomputed(n, strides) == _fewest_runs_again(n, s) + 1
+    assert max(alive) == min(s, n - 1) + 1
+
+
+def test_a_segment_run_again_holds_its_checkpoints_and_its_own_states(monkeypatch):
+    # every:4 over 10, counting the states up to the iteration told: at 9,
+    # the checkpoints at 0, 4, 8 and state 9; at 7, those at 0 and 4 and
+    # states 5 to 7 of its segment run again; at 3, state 0 and states 1 to 3.
+    runs, forward_runs, told, alive = _run_backward(10, (4,), monkeypatch)
+    assert len(runs) - forward_runs == 10 and told == list(range(9, -1, -1))
+    assert alive == [4, 3, 5, 4, 3, 2, 4, 3, 2, 1]
+
+
+def test_a_checkpointed_iteration_lets_each_value_go_once_its_rule_has_run(monkeypatch):
+    # Values run again for one backward pass are its own: each goes as soon
+    # as backward has passed it (spend), not at the end of the iteration.
+    # A plain pass's are kept: they may be swept again, a Jacobian row by row.
+    graph, inputs, k = lower(LOOP), loop_inputs(), tensors.algebra()
+    told, real = [], loops.reversed_values
+
+    def recorded(*args):
+        for t, values in real(*args):
+            told.append(values)
+            yield t, values
+    monkeypatch.setattr(loops, 'reversed_values', recorded)
+    body = graph.nodes[graph.loops[0]].value.body
+    computed = [i for i, node in enumerate(body.nodes) if node.args]
+    from autodiff_cli.core.saved import is_placeholder
+    for pol, spent in (('every:3', True), ('none', False)):
+        told.clear()
+        with np.errstate(all='ignore'):
+            checkpoint.gradients(graph, inputs, k, checkpoint.policy(pol))
+        assert len(told) == 12
+        for values in told:
+            assert all(is_placeholder(values[i]) == spent for i in computed), pol
+
+
+def test_the_cotangent_before_a_loop_is_not_held_through_its_backward(monkeypatch):
+    # sweep held the last node's cotangent in a local while the loop's hook
+    # ran: here X^2's, an array of the loop's output's size, a layer's worth.
+    import weakref
+    graph = lower('input X[1000]\nfor i in 0..4 {\n    X = tanh(X * 0.5)\n}\nloss = sum(X^2)')
+    real, alive = loops.vjp, []
+
+    def watched(loop, run_, cotangents, *args, **kwargs):
+        seed = weakref.ref(cotangents[0])
+        kwargs['each'] = lambda t, slots: alive.append(seed() is not None)
+        return real(loop, run_, cotangents, *args, **kwargs)
+    monkeypatch.setattr(loops, 'vjp', watched)
+    checkpoint.array_gradients(graph, {'X': np.linspace(-1, 1, 1000)})
+    assert alive == [False] * 4
+
+
+def test_tanh_s_rule_over_arrays_holds_one_array_beside_its_cotangent():
+    import tracemalloc
+
+    from autodiff_cli.core import arrays
+    rng = np.random.default_rng(0)
+    y, g = np.tanh(rng.standard_normal(250_000)), rng.standard_normal(250_000)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        (dx,) = arrays.tanh_vjp(None, g, y, None)
+        peak = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+    assert peak < 1.2 * y.nbytes
+    assert same_bits(dx, g * ((1.0 - y) * (1.0 + y)))
 
 
 def test_sqrt_segments_shorten_as_griewank_s_schedule_for_one_repetition():
@@ -169,15 +299,14 @@ def test_sqrt_segments_shorten_as_griewank_s_schedule_for_one_repetition():
         assert checkpoint.loop_peak(n, (starts,), iteration, state) <= best_even, n
 
 
-def test_a_plan_of_levels_holds_what_its_deepest_point_holds():
-    # 100 iterations kept every 32, then every 11, then every 4, states and
-    # iterations of one unit: backward in the third segment of 32 holds the 2
-    # checkpoints before it, 2 more states at 11 and 22 into it, 2 at 4 and 8
-    # into a sub-segment of up to 11 (its last is 10), and 4 iterations.
-    assert checkpoint.loop_peak(100, (32, 11, 4), 1, 1) == 2 + 2 + 2 + 4
-    # the fourth segment, 4 long, holds 3 + 4; a stride past the span adds none
-    assert checkpoint.loop_peak(100, (32, 11, 40), 1, 1) == 2 + 2 + 11
-    assert checkpoint.loop_peak(100, (32, 11), 1000, 1) == 2 + 2 + 11 * 1000
+def test_revolve_holds_its_states_and_one_iteration():
+    # 100 iterations with 2 states: forward keeps iterations 0 and 86 (the
+    # 14 after it reverse with 1 state and 13 repetitions, the 86 before it
+    # with 2 and 12), and backward holds one more state to run an iteration
+    # from, beside that iteration's values.
+    strides = (loops.revolve_starts(100, 2), loops.Revolve(2))
+    assert strides[0] == (0, 86, 99)
+    assert checkpoint.loop_peak(100, strides, 1000, 1) == 3 + 1000
 
 
 def test_the_memory_of_a_nested_loop_counts_the_inner_loops_iterations():
@@ -220,15 +349,22 @@ def test_a_checkpoint_is_given_back_once_its_segment_has_run_again():
     assert len(loop_run.strides[0]) > 1 and loop_run.kept == {}
 
 
-def test_auto_chooses_the_fewest_levels_whose_peak_fits():
+def test_auto_chooses_sqrt_then_revolve_with_the_most_states_that_fit():
     loop = lower('input x = 1\nfor i in 0..10000 {\n    x = sin(x)\n}\nz = x').nodes[1].value
     pol = checkpoint.policy('auto', 10 ** 9)
     assert checkpoint.loop_strides(loop, pol, 200, 32, budget=10 ** 9) == ()   # plain fits
     one = checkpoint.loop_strides(loop, pol, 200, 32, budget=100_000)
     assert len(one) == 1 and checkpoint.loop_peak(10000, one, 200, 32) <= 100_000
-    two = checkpoint.loop_strides(loop, pol, 200, 32, budget=10_000)
-    assert len(two) >= 2 and checkpoint.loop_peak(10000, two, 200, 32) <= 10_000
-    assert checkpoint.loop_peak(10000, one, 200, 32) > 10_000
+    # 10 kB: (s + 1) states of 32 B and an iteration of 200 B, s = 305
+    tight = checkpoint.loop_strides(loop, pol, 200, 32, budget=10_000)
+    assert tight[1] == loops.Revolve(305) and checkpoint.loop_peak(10000, one, 200, 32) > 10_000
+    assert checkpoint.loop_peak(10000, tight, 200, 32) <= 10_000 < \
+        checkpoint.loop_peak(10000, (tight[0], loops.Revolve(306)), 200, 32)
+    # 50 B fits no state: the fewest whose busiest iteration runs again at
+    # most 16 times, C(16 + 5, 5) = 20349 ≥ 10000 > C(16 + 4, 4)
+    least = checkpoint.loop_strides(loop, pol, 200, 32, budget=50)
+    assert least[1] == loops.Revolve(5) and loops.repetitions(10000, 5) <= 16 < \
+        loops.repetitions(10000, 4)
 
 
 @pytest.mark.parametrize('fmt', ['table', 'plain', 'csv', 'tsv', 'jsonl', 'json'])

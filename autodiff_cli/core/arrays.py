@@ -143,17 +143,24 @@ def tanh(x):
 
 def tanh_vjp(k, g, out, a):
     """tanh's rule over arrays, g·((1 − y)(1 + y)) as primitives._tanh_vjp
-    computes it, rounding for rounding, with two temporaries at most where
-    the rule over the algebra holds three: a layer's worth less at the peak
+    computes it, rounding for rounding, in one array beside g, where the
+    rule over the algebra holds three: two layers' worth less at the peak
     of a backward pass, which holds few more. In place only where the
     result's layout and type are the rule's (C order, float64): a sum over
     the result adds in the order of its layout."""
     owned = np.subtract(1.0, out)
     if type(g) is not np.ndarray or type(owned) is not np.ndarray or g.shape != owned.shape \
-            or g.dtype != owned.dtype or not (g.flags.c_contiguous and owned.flags.c_contiguous):
+            or g.dtype != owned.dtype or not (g.flags.c_contiguous and owned.flags.c_contiguous
+                                              and out.flags.c_contiguous):
         return (np.multiply(g, np.multiply(owned, np.add(1.0, out))),)
-    np.multiply(owned, np.add(1.0, out), owned)   # (the third argument is where it goes)
+    into, y = owned.reshape(-1), out.reshape(-1)   # (views: both are C order)
+    for start in range(0, into.size, _BLOCK):   # 1 + y a block at a time, not a whole array
+        block = slice(start, start + _BLOCK)
+        np.multiply(into[block], np.add(1.0, y[block]), into[block])   # (the third: where it goes)
     return (np.multiply(g, owned, owned),)
+
+
+_BLOCK = 1 << 15   # elements: 256 kB, within a cache
 
 
 def erf(x):

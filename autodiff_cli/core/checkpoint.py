@@ -6,8 +6,8 @@ segment to a later one, and backward runs each segment's forward again just
 before its gradients flow, then drops it. Segments follow the program:
 - a loop's iterations: its carried state is kept at the start of each
   segment, and a segment is run again keeping every value, its checkpoint
-  dropped after it (several levels of segments when `auto` must go lower
-  than one level can: strides, outermost first);
+  dropped after it (or, when `auto` must go lower than one level can,
+  reversed by Griewank's binomial schedule, revolve: strides);
 - the tape's block calls (a run of nodes of one top-level call is a unit);
   a tape with fewer than two calls has a unit per node. A segment is K units.
 Policies: `sqrt` (in a loop, segments that shorten toward the end, about
@@ -31,7 +31,8 @@ PLAIN = Policy('none', 0, None)
 FLOAT_BYTES = 32      # a float object (24) and its place in a list (8)
 ARRAY_BYTES = 120     # an ndarray's header and its place in a list, past its data
 LIST_BYTES = 56
-MAX_LEVELS = 6        # of strides: auto's 2^6 runs of the body cost 7 forward passes
+MAX_REPETITIONS = 16  # of revolve: no iteration runs again more often, so auto costs
+                      # at most about 17 forward passes, and past that holds more
 
 
 def policy(text, limit=None):
@@ -148,16 +149,16 @@ def loop_strides(loop, pol, iteration, state, budget=None):
         return (min(pol.every, n),)
     if budget is None or n * iteration <= budget:
         return ()
-    best = None
-    for levels in range(1, MAX_LEVELS + 1):
-        strides = (shrinking_starts(n, iteration, state),) if levels == 1 else \
-            _even_strides(n, levels, iteration, state)
-        peak = loop_peak(n, strides, iteration, state)
-        if best is None or peak < best[0]:
-            best = (peak, strides)
-        if peak <= budget:
-            return strides
-    return best[1]   # the least it can keep; the report says it is over the limit
+    one = (shrinking_starts(n, iteration, state),)
+    if loop_peak(n, one, iteration, state) <= budget:
+        return one
+    # Revolve with the most states that fit (the fewest runs again), but
+    # never past MAX_REPETITIONS: then the fewest states that stay within.
+    fits = max(1, int((budget - iteration) // max(state, 1)) - 1)
+    snapshots = min(fits, n - 1)
+    while loops.repetitions(n, snapshots) > MAX_REPETITIONS:
+        snapshots += 1
+    return (loops.revolve_starts(n, snapshots), loops.Revolve(snapshots))
 
 
 def shrinking_starts(n, iteration, state):
@@ -188,45 +189,20 @@ def shrinking_starts(n, iteration, state):
     return tuple(starts_within(high))
 
 
-def _even_strides(n, levels, iteration, state):
-    """`levels` strides in an even ratio (levels ≥ 2), the innermost run again
-    keeping every value."""
-    ratio = n ** (1 / (levels + 1))
-    strides, stride = [], n
-    for _ in range(levels):
-        stride = max(1, math.ceil(stride / ratio))
-        strides.append(stride)
-    return tuple(dict.fromkeys(strides))
-
-
 def loop_peak(n, strides, iteration, state):
     """The bytes a loop holds at most for backward: every iteration's values
-    with no strides; else, while backward is in the outermost segment j, the
-    j checkpoints before it and what that segment holds (_segment_peak)."""
+    with no strides; with one level, while backward is in segment j, the j
+    checkpoints before it and that segment's values; under revolve, its
+    states and one iteration's values, with the state it runs from."""
     if not strides:
         return n * iteration
+    if len(strides) > 1:
+        return (min(strides[-1].snapshots, n - 1) + 1) * state + iteration
     starts = loops.segment_starts(n, strides[0])
     spans = [(j, stop - start) for j, (start, stop) in enumerate(loops.segment_spans(n, starts))]
     if isinstance(starts, range):   # even: the last segment, or the last full one, holds most
         spans = spans[-2:]
-    return max(j * state + _segment_peak(span, strides[1:], iteration, state)
-               for j, span in spans)
-
-
-def _segment_peak(span, strides, iteration, state):
-    """What a segment of `span` iterations holds when run again: at each
-    level, the states at its sub-segments' starts (the first is its own),
-    then the innermost sub-segment's values."""
-    held = 0
-    for stride in strides:
-        held += (math.ceil(span / stride) - 1) * state
-        span = min(stride, span)
-    return held + span * iteration
-
-
-def recomputed(n, strides):
-    """Iterations run again during backward."""
-    return n * len(strides)
+    return max(j * state + span * iteration for j, span in spans)
 
 
 # ---- the tape's segments ----
@@ -532,7 +508,7 @@ def _memory(graph, values, sizes, grads, loop_info, keep, segments, pol, unreads
         label = _loop_label(graph, loop)
         holders[label] = holders.get(label, 0) + stored
         transient = max(transient, held - stored)
-        again += recomputed(n, strides) * _computed(loop)
+        again += loops.recomputed(n, strides) * _computed(loop)
     if segments:
         transient = max(transient, max(size for _, _, size in segments))
         again += sum(c for _, c, _ in segments)

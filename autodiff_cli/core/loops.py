@@ -8,10 +8,13 @@ the values its names have after the last iteration. Backward (`vjp`) runs
 passes.sweep, the one backward loop, over the body once per iteration in
 reverse, from what forward kept: every iteration's values, or only the
 carried state every K iterations, each segment run again when its gradients
-are due (checkpointing: `strides`). Nothing recurses with the number of
-iterations; nested loops recurse once per level (lowering allows a few).
+are due (checkpointing: `strides`), or Griewank's binomial schedule (revolve)
+within the segments. Nothing recurses with the number of iterations; nested
+loops recurse once per level (lowering allows a few).
 """
 
+from collections import namedtuple
+from math import comb
 from operator import getitem
 
 from .graph import CARRY, FREE, SCAN, Loop  # (the data; this module runs it)
@@ -30,6 +33,14 @@ class LoopRun(float):
         return run
 
 
+# strides (checkpoint.py's plans), outermost first: () keeps every iteration's
+# values; (K,) the state every K iterations, (starts,) at those iterations, each
+# segment run again keeping every value; (starts, Revolve(s)) the state at the
+# starts of revolve's first sweep, each segment then reversed by the binomial
+# schedule, holding at most s states at once (and the one an iteration runs from).
+Revolve = namedtuple('Revolve', 'snapshots')
+
+
 def segment_starts(count, first):
     """Where the outermost segments of `count` iterations start: `first`, the
     first of a run's strides, is a stride K (a state every K iterations) or
@@ -40,6 +51,59 @@ def segment_starts(count, first):
 def segment_spans(count, starts):
     """(start, stop) of each segment of `count` iterations that start at `starts`."""
     return list(zip(starts, list(starts[1:]) + [count]))
+
+
+def binomial_reach(snapshots, repetitions):
+    """β(s, t) = C(s + t, s): the most iterations that `snapshots` states
+    reverse when none runs more than `repetitions` times again (Griewank)."""
+    return comb(snapshots + repetitions, snapshots)
+
+
+def repetitions(count, snapshots):
+    """The least t with β(snapshots, t) ≥ count: how many times revolve runs
+    its busiest iteration again."""
+    t = 0
+    while binomial_reach(snapshots, t) < count:
+        t += 1
+    return t
+
+
+def revolve_split(count, snapshots):
+    """Where revolve keeps its next state in a segment of `count` iterations
+    (count ≥ 2, snapshots ≥ 1) that holds its start, so that the part before
+    it is reversed with t − 1 repetitions and the rest with one state fewer
+    and t: then the runs again are the fewest (Griewank and Walther,
+    Algorithm 799)."""
+    t = repetitions(count, snapshots)
+    return min(max(1, binomial_reach(snapshots, t - 2) if t >= 2 else 1,
+                   count - binomial_reach(snapshots - 1, t)),
+               binomial_reach(snapshots, t - 1), count - 1)
+
+
+def revolve_starts(count, snapshots):
+    """The states revolve's first sweep keeps (forward's checkpoints): the
+    start, then each split of what is left, with one state fewer each time,
+    until one iteration is left."""
+    starts, start = [0], 0
+    while count - start > 1:
+        start += revolve_split(count - start, snapshots - len(starts) + 1)
+        starts.append(start)
+    return tuple(starts)
+
+
+def recomputed(count, strides):
+    """Iterations backward runs again under `strides`: each once with one
+    level of segments; under revolve, its optimum t·n − β(s + 1, t − 1)
+    advances, less the first sweep's n − 1, which forward ran, plus the n
+    runs that keep an iteration's values."""
+    if not strides:
+        return 0
+    if len(strides) == 1:
+        return count
+    s = strides[-1].snapshots
+    t = repetitions(count, s)
+    advances = t * count - (binomial_reach(s + 1, t - 1) if t else 0)
+    return advances - (count - 1) + count
 
 
 def parts(graph, i):
@@ -176,9 +240,11 @@ def _last_reads(body, program, drop):
 
 def reversed_values(loop, run_, algebra):
     """(t, values of iteration t) for t from the last down to 0: kept, or run
-    again from the nearest kept state (each level of strides in turn). A
-    checkpoint is given back once its segment is run again, so that early
-    segments can be the longer (checkpoint.py): a run's backward runs once."""
+    again from the nearest kept state. A checkpoint is given back once its
+    segment is run again, so that early segments can be the longer
+    (checkpoint.py): a run's backward runs once. Under revolve, a segment
+    is split where revolve_split says, its start held while the rest is
+    reversed with one state fewer."""
     if not run_.strides:
         for t in range(loop.count - 1, -1, -1):
             yield t, run_.kept[t]
@@ -186,34 +252,36 @@ def reversed_values(loop, run_, algebra):
     drop = getattr(run_, 'drop', ())
     step, after = stepper(loop, algebra, run_.inner, run_.forward, drop)
     args, strides, count = run_.args, run_.strides, loop.count
-    starts = sorted(run_.kept)
-    # Levels of segments, outermost first: (level, start, stop, state at start,
-    # or None for a checkpoint, taken from run_.kept when its turn comes).
-    pending = [(1, start, stop, None) for start, stop in segment_spans(count, starts)]
+    snapshots = strides[-1].snapshots if isinstance(strides[-1], Revolve) else None
+    # (start, stop, its start's state, or None for a checkpoint, taken from
+    # run_.kept when its turn comes; the states revolve may hold in it, or None)
+    pending = [(start, stop, None, None if snapshots is None else snapshots - j)
+               for j, (start, stop) in enumerate(segment_spans(count, sorted(run_.kept)))]
     while pending:
-        level, start, stop, state = pending.pop()
+        start, stop, state, free = pending.pop()
         if state is None:
             state = run_.kept.pop(start)
-        if level == len(strides):   # innermost: run it again, keeping every value
-            segment = []
-            for t in range(start, stop):
-                values = step(state, args, t)
-                state = after(values, state)
-                segment.append(dropped(values, drop))
-            for t in range(stop - 1, start - 1, -1):
-                yield t, segment.pop()
+        if free is not None and stop - start > 1:
+            middle = start + revolve_split(stop - start, free)
+            pending.append((start, middle, state, free))
+            pending.append((middle, stop, _advance(step, after, state, args, start, middle),
+                            free - 1))
             continue
-        # A middle level: run the segment once more, keeping the state at
-        # the start of each of its sub-segments.
-        every, marks, t = strides[level], [], start
-        while t < stop:
-            end = min(t + every, stop)
-            marks.append((level + 1, t, end, state))
-            if end < stop:
-                for u in range(t, end):
-                    state = after(step(state, args, u), state)
-            t = end
-        pending.extend(marks)
+        segment = []   # run it again, keeping every value
+        for t in range(start, stop):
+            values = step(state, args, t)
+            state = after(values, state)
+            segment.append(dropped(values, drop))
+        state = values = None   # (the segment holds them, and lets each go in turn)
+        for t in range(stop - 1, start - 1, -1):
+            yield t, segment.pop()
+
+
+def _advance(step, after, state, args, start, stop):
+    """The state at iteration `stop`, run from `state` at `start`, keeping nothing."""
+    for t in range(start, stop):
+        state = after(step(state, args, t), state)
+    return state
 
 
 def vjp(loop, run_, cotangents, algebra, sweep, live=None, wanted=None, each=None):
@@ -239,6 +307,9 @@ def vjp(loop, run_, cotangents, algebra, sweep, live=None, wanted=None, each=Non
     # A recording algebra gathers W's cotangent from its slices' at the end,
     # as one node, rather than a W-sized one per iteration.
     gather, pieces = getattr(algebra, 'gather_slices', None), {}
+    # Values run again for this pass (checkpointed) go as backward passes
+    # them, over arrays: a layer's worth less at the peak.
+    spend = bool(run_.strides) and getattr(algebra, 'shape', None) is not None
     for t, values in reversed_values(loop, run_, algebra):
         grads = [None] * len(body.nodes)
         rows = [False] * len(body.nodes)
@@ -270,7 +341,7 @@ def vjp(loop, run_, cotangents, algebra, sweep, live=None, wanted=None, each=Non
         else:
             meet = meeting(body, values, grads, body_algebra) if meeting is not None else None
         # (an iteration's gradients but its slots' are read no more once passed on)
-        sweep(body, values, grads, body_algebra, meet, top, free=True)
+        sweep(body, values, grads, body_algebra, meet, top, free=True, spend=spend)
         if each is not None:
             each(t, [grads[sid] for _, sid in slots])
         for j, (kind, sid) in enumerate(slots):

@@ -12,6 +12,7 @@ from ..errors import did_you_mean
 from .branches import executed, forward_taking_branches, taken
 from .primitives import (COMPARISON, CUSTOM, LOGICAL, NUMBERS, PRIMITIVES, SELECT, STOP,
                          names_of)
+from .saved import placeholder
 
 
 def forward(graph, inputs, algebra=NUMBERS, strides=()):
@@ -137,15 +138,18 @@ def backward(graph, values, output=None, algebra=NUMBERS, seed=1.0, hooks=None):
     return [0.0 if g is None else g for g in grads]
 
 
-def sweep(graph, values, grads, algebra, meet, top, hooks=None, free=False, release=False):
+def sweep(graph, values, grads, algebra, meet, top, hooks=None, free=False, release=False,
+          spend=False):
     """backward()'s loop, from node `top` down to the tape's first, over
     `grads` as seeded. `hooks` {tape position: f(position)} runs f before
     that node (checkpoint.py's segments run again there); a loop node's
     gradients go through its body (loops.vjp). `free`: a node's gradient
     goes once passed on (but inputs' and parts', which are read after).
     `release`: a loop's output values go once all their readers have run,
-    for a caller that owns `values` and runs backward over them once (a
-    plain forward's may be swept again: a Jacobian row by row)."""
+    `spend`: each value once its rule has, for a caller that owns `values`
+    and sweeps them once (a plain forward's may be swept again: a Jacobian)."""
+    # (No later rule reads a spent value: a rule reads its node's value and
+    # its arguments', which come before it on the tape.)
     nodes = graph.nodes
     due = getattr(meet, 'due', None)
     if graph.loops:
@@ -158,8 +162,10 @@ def sweep(graph, values, grads, algebra, meet, top, hooks=None, free=False, rele
     for i in range(top, -1, -1):
         if due and i in due:
             meet.release(i)
-        if hooks and i in hooks and hooks[i](i):
-            continue
+        if hooks and i in hooks:
+            g = None   # (the node before's cotangent, which would be held through the hook)
+            if hooks[i](i):
+                continue
         g, args = grads[i], nodes[i].args
         if g is None or not args:
             continue
@@ -183,6 +189,8 @@ def sweep(graph, values, grads, algebra, meet, top, hooks=None, free=False, rele
                     grads[a] = da if grads[a] is None else add(grads[a], da)
         if free and nodes[i].op != 'part':
             grads[i] = None
+        if spend:
+            values[i] = placeholder(values[i])
 
 
 def _through_loop(graph, values, grads, algebra, meet, before=None, free=False,
@@ -205,7 +213,6 @@ def _through_loop(graph, values, grads, algebra, meet, before=None, free=False,
             for p in part_ids:
                 grads[p] = None
         if release:   # and its value, where this pass owns them
-            from .saved import placeholder
             for p in part_ids:
                 if p != graph.output:
                     values[p] = placeholder(values[p])

@@ -11,7 +11,7 @@ knows how.
 from typing import NamedTuple
 
 from ..core.checkpoint import in_last_iteration, readable as size
-from ..core.loops import segment_spans, segment_starts
+from ..core.loops import recomputed, segment_spans, segment_starts
 from .scene import results
 
 STRIP = 40   # a loop of up to this many iterations draws one mark per iteration
@@ -116,8 +116,10 @@ def _loop_store(loop, size):
     marks, total = len(starts), len(starts) * loop.state
     where = f'every {loop.strides[0]} iterations' if isinstance(starts, range) else \
         f'at the start of segments of {_lengths(starts, n)}'
+    if len(loop.strides) > 1:
+        where += f', each reversed by revolve, {loop.strides[-1].snapshots} states at most'
     return (Store('checkpoint', total, f'keeps its state {where}: {marks:,}, {size(total)}'),
-            marks, n * len(loop.strides) * loop.computed)
+            marks, recomputed(n, loop.strides) * loop.computed)
 
 
 def _lengths(starts, n):
