@@ -167,8 +167,11 @@ def test_a_loop_s_output_is_counted_once_by_the_report_and_the_picture(tmp_path)
     argv = ['-f', str(tmp_path / 'p.ad'), 'X=' + json.dumps(X.tolist()),
             'W=' + json.dumps(W.tolist())]
     activation = checkpoint.ARRAY_BYTES + X.nbytes
-    # an iteration keeps its tanh, its list, and the place of the product it drops
-    iteration = activation + checkpoint.LIST_BYTES + 8
+    # An iteration keeps its list of 6 places and its place in the run's,
+    # its tanh, its index (a 0-d array) and its slice W[i] (a view); of the
+    # product it drops, only the place. Each value's own place is counted once.
+    iteration = (checkpoint.LIST_BYTES + 8 * 6 + 8 + (activation - 8)
+                 + (checkpoint.ARRAY_BYTES + 8 - 8) + (checkpoint.ARRAY_BYTES - 8))
     for extra, loop_holds in (([], 6 * iteration), (['--checkpoint', 'every:2'], None)):
         run = run_main(['grad', *argv, '--memory', '--json', *extra])
         report = json.loads(run.out)['memory']

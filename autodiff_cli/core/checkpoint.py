@@ -355,13 +355,16 @@ def gradients(graph, inputs, algebra, pol=PLAIN, seed=1.0, backward_pass=True):
 
 
 def _iteration_bytes(loop, values):
-    """What an iteration of `loop` keeps, given its values (those backward
-    never reads dropped already): a body's inputs are the carried state or
-    the loop's arguments, held there; an inner loop holds what its run keeps."""
-    total = LIST_BYTES
-    for value, node in zip(values, loop.body.nodes):
-        if node.op != 'input':
-            total += value_bytes(value)
+    """What an iteration keeps, given its values (those backward never reads
+    dropped already): its list, its place in the run's, and what it alone
+    holds: the values it computes, its index and its slices W[i]. Constants
+    are the body's, shared; a carried or read value is held by the state or
+    the loop's arguments. An inner loop holds what its run keeps."""
+    fresh = {sid for kind, sid in loop.slots if kind == loops.SCAN} | {loop.index}
+    total = LIST_BYTES + 8 * len(values) + 8
+    for i, (value, node) in enumerate(zip(values, loop.body.nodes)):
+        if node.args or i in fresh:
+            total += value_bytes(value) - 8   # (its place in the list is counted)
         if isinstance(value, loops.LoopRun):
             total += _run_bytes(node.value, value)
     return total
