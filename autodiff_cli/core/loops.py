@@ -55,7 +55,8 @@ def segment_spans(count, starts):
 
 def binomial_reach(snapshots, repetitions):
     """β(s, t) = C(s + t, s): the most iterations that `snapshots` states
-    reverse when none runs more than `repetitions` times again (Griewank)."""
+    reverse when none runs more than `repetitions` times again (Griewank);
+    0 for t = −1, as math.comb gives it."""
     return comb(snapshots + repetitions, snapshots)
 
 
@@ -75,8 +76,7 @@ def revolve_split(count, snapshots):
     and t: then the runs again are the fewest (Griewank and Walther,
     Algorithm 799)."""
     t = repetitions(count, snapshots)
-    return min(max(1, binomial_reach(snapshots, t - 2) if t >= 2 else 1,
-                   count - binomial_reach(snapshots - 1, t)),
+    return min(max(1, binomial_reach(snapshots, t - 2), count - binomial_reach(snapshots - 1, t)),
                binomial_reach(snapshots, t - 1), count - 1)
 
 
@@ -102,7 +102,7 @@ def recomputed(count, strides):
         return count
     s = strides[-1].snapshots
     t = repetitions(count, s)
-    advances = t * count - (binomial_reach(s + 1, t - 1) if t else 0)
+    advances = t * count - binomial_reach(s + 1, t - 1)
     return advances - (count - 1) + count
 
 

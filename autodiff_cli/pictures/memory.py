@@ -116,8 +116,6 @@ def _loop_store(loop, size):
     marks, total = len(starts), len(starts) * loop.state
     where = f'every {loop.strides[0]} iterations' if isinstance(starts, range) else \
         f'at the start of segments of {_lengths(starts, n)}'
-    if len(loop.strides) > 1:
-        where += f', each reversed by revolve, {loop.strides[-1].snapshots} states at most'
     return (Store('checkpoint', total, f'keeps its state {where}: {marks:,}, {size(total)}'),
             marks, recomputed(n, loop.strides) * loop.computed)
 
