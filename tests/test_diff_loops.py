@@ -33,6 +33,8 @@ PROGRAMS = {
     'nested': ('input x = 0.3, a = 0.7\ns = 0\nfor i in 0..N {\n    y = x\n'
                '    for j in 0..3 {\n        y = cos(y)*a + s/7\n    }\n    s = s + y*x/N\n'
                '    x = tanh(x + y)\n}\nz = s*x', [{'x': 0.3, 'a': 0.7}, {'x': -0.8, 'a': 1.3}]),
+    'reversed, with its index': ('input x = 0.5\nfor i in reversed(1..N) {\n'
+                                 '    x = sin(x)/i + 0.5*x\n}\nx', [{'x': 0.5}, {'x': -2.0}]),
     'two loops and a value left behind': ('input x = 0.5, b = 2\nfor i in 0..N {\n'
                                           '    last = x\n    x = x*b/2.2 + 0.1\n}\ny = x*last\n'
                                           'for k in 0..3 {\n    y = sin(y) + b\n}\ny + x',

@@ -121,6 +121,55 @@ def test_an_array_loop_takes_the_slices_of_a_stacked_parameter_as_torch_does():
         np.testing.assert_allclose(grads[k], t[k].grad.numpy(), rtol=1e-12, atol=1e-15)
 
 
+STACKED = ('input W[4, 3, 3], b[4, 3], x[3]\nfor i in reversed(0..4) {\n    X[i] = x\n'
+           '    x = tanh(W[i] @ x + b[i])\n    H[i] = x * i\n}\n'
+           'loss = sum(X^2) + sum(x) + sum(H[1])')
+
+
+def test_stacked_outputs_of_a_reversed_loop_are_torchs_stack():
+    torch = pytest.importorskip('torch')
+    inputs = mlp_inputs()
+    value, grads = array_point(STACKED, inputs)
+    t = {k: torch.tensor(v, requires_grad=True) for k, v in inputs.items()}
+    h, X, H = t['x'], [None] * 4, [None] * 4
+    for i in reversed(range(4)):
+        X[i] = h
+        h = torch.tanh(t['W'][i] @ h + t['b'][i])
+        H[i] = h * i
+    loss = (torch.stack(X) ** 2).sum() + h.sum() + torch.stack(H)[1].sum()
+    loss.backward()
+    assert value == pytest.approx(loss.item(), rel=1e-14)
+    for k in inputs:
+        np.testing.assert_allclose(grads[k], t[k].grad.numpy(), rtol=1e-12, atol=1e-15)
+
+
+def test_checkpointed_stacked_outputs_give_the_plain_gradient_bit_for_bit():
+    from autodiff_cli.core import checkpoint
+    graph = lower(STACKED)
+    inputs = mlp_inputs()
+    k = tensors.algebra()
+    plain = tensors.gradients(graph, tensors.evaluate(graph, inputs))
+    for how in ('every:1', 'every:3', 'sqrt'):
+        got = checkpoint.gradients(graph, inputs, k, checkpoint.policy(how)).grads
+        for name, i in graph.inputs.items():
+            assert got[i].tobytes() == plain[i].tobytes(), (how, name)
+
+
+def test_a_stacked_scalar_loop_differentiates_as_its_finite_differences():
+    # X's rows: x before each iteration; its Jacobian and the Hessian of a sum of it
+    source = 'input x = 0.5\nfor i in 0..5 {\n    x = sin(x) + 0.5*x\n    X[i] = x * i\n}\n'
+    run = run_main(['jacobian', source + 'X', '--json'])
+    got = np.array(json.loads(run.out)['jacobian']['x'])
+    h = 1e-6
+    graph = lower(source + 'X')
+    f = lambda x: tensors.evaluate(graph, {'x': x})[graph.output]   # noqa: E731
+    np.testing.assert_allclose(got, (f(0.5 + h) - f(0.5 - h)) / (2 * h), rtol=1e-7, atol=1e-9)
+    run = run_main(['hessian', source + 'sum(X^2)', '--json'])
+    second = json.loads(run.out)['hessian'][0][0]
+    g = lambda x: array_point(source + 'sum(X^2)', {'x': x})[1]['x']   # noqa: E731
+    assert second == pytest.approx((g(0.5 + h) - g(0.5 - h)) / (2 * h), rel=1e-6)
+
+
 def test_an_array_loop_equals_its_unrolled_program():
     inputs = mlp_inputs()
     value, grads = array_point(MLP, inputs)
@@ -168,6 +217,13 @@ def test_samples_deep_loop_equals_samples_deep():
     # x[j, i] is no slice of the loop over i: that advice would read x[i, j] (the review)
     ('input x[3]\ns = 0\nfor i in 0..3 {\n for j in 0..3 {\n  s = s + x[j, i]\n }\n}',
      "a loop's index subscripts a value from outside the loop alone", 11),
+    # X[i] = ...: a stacked output
+    ('x[0] = 1', 'stacks a value per iteration of a loop; outside one, bind a name', 1),
+    ('x = 1\nfor i in 1..3 {\n X[i] = x\n x = x*2\n}', 'stacks rows from i = 0', 2),
+    ('x = 1\nfor i in 0..3 {\n X[0] = x\n x = x*2\n}', 'by its own index: X[i] = ...', 2),
+    ('x = 1\nfor i in 0..3 {\n X[i] = x\n x = X*2\n}', "'X' is stacked by this loop", 6),
+    ('x = 1\nfor i in 0..3 {\n X[i] = x\n X[i] = x\n}', "'X' is already defined", 2),
+    ('x = 1\nfor i in backwards(0..3) {\n x = x*2\n}', 'or reversed(a..b), not backwards', 10),
 ])
 def test_bad_loops_are_one_line_errors_with_a_caret(text, message, column):
     run = run_main(['eval', text, 'x=[1,2,3]' if 'x[3]' in text else 'x=1'])

@@ -560,7 +560,8 @@ def _loop_label(graph, loop):
     for i in graph.loops:
         if graph.nodes[i].value is loop:
             index = loop.body.nodes[loop.index].name
-            return (f'loop for {index} in {loop.first}..{loop.first + loop.count} '
+            span = f'{loop.first}..{loop.first + loop.count}'
+            return (f'loop for {index} in {f"reversed({span})" if loop.reverse else span} '
                     f'(line {graph.line(i)})')
     return 'a nested loop'
 

@@ -70,11 +70,15 @@ Branch = namedtuple('Branch', 'node condition then_start else_start end')
 # index: the body id of the index's input node, or None;
 # slots: per argument of the loop node, (kind, body id), kind 'carry' (the
 #   value before the loop, then the last iteration's), 'free' (the same every
-#   iteration) or 'scan' (slice first + t of a stacked array at iteration t);
+#   iteration) or 'scan' (slice i of a stacked array, i the iteration's index);
 # carry: per argument, the body id the next iteration's slot takes, or None;
 # outputs: the body ids the loop's parts give after the last iteration;
-# names: the names the parts are bound to, in order.
-Loop = namedtuple('Loop', 'body first count index slots carry outputs names')
+# names: the names the parts are bound to, in order;
+# stacked: the positions in outputs of those whose part stacks every
+#   iteration's value instead, row i from the iteration whose index is i (X[i] = ...);
+# reverse: whether the index runs down, first + count - 1 to first (`reversed(a..b)`).
+Loop = namedtuple('Loop', 'body first count index slots carry outputs names stacked reverse',
+                  defaults=((), False))
 
 CARRY, FREE, SCAN = 'carry', 'free', 'scan'
 

@@ -14,6 +14,7 @@ loops recurse once per level (lowering allows a few).
 """
 
 from collections import namedtuple
+from functools import partial
 from math import comb
 from operator import getitem
 
@@ -106,6 +107,11 @@ def recomputed(count, strides):
     return advances - (count - 1) + count
 
 
+def index_at(loop, t):
+    """The index's value at iteration t: first + t, or down from the last."""
+    return loop.first + (loop.count - 1 - t if loop.reverse else t)
+
+
 def parts(graph, i):
     """The ids of loop node i's parts: they follow it on the tape."""
     return range(i + 1, i + 1 + len(graph.nodes[i].value.outputs))
@@ -133,15 +139,21 @@ def run(loop, args, algebra, strides=(), inner=(), forward=None):
     kept = {0: state} if marks else [values]
     if drop:
         step, after = stepper(loop, algebra, inner, forward, drop)
+    rows = [[values[loop.outputs[k]]] for k in loop.stacked]
     state = after(values, state)
     for t in range(1, loop.count):
         if marks is not None and t in marks:
             kept[t] = state
         values = step(state, args, t)
+        for k, stack in zip(loop.stacked, rows):
+            stack.append(values[loop.outputs[k]])
         if marks is None:
             kept.append(dropped(values, drop))
         state = after(values, state)
-    run_ = LoopRun(tuple(values[o] for o in loop.outputs), kept, tuple(strides), args)
+    outputs = [values[o] for o in loop.outputs]
+    for k, stack in zip(loop.stacked, rows):   # row i from the iteration whose index is i
+        outputs[k] = algebra.stack(*(stack[::-1] if loop.reverse else stack))
+    run_ = LoopRun(tuple(outputs), kept, tuple(strides), args)
     run_.inner, run_.forward, run_.drop = inner, forward, drop
     return run_
 
@@ -167,7 +179,8 @@ def stepper(loop, algebra, inner=(), forward=None, drop=()):
     body = loop.body
     coerce = algebra.coerce
     slots = [(kind, sid, j) for j, (kind, sid) in enumerate(loop.slots)]
-    index, first = loop.index, loop.first
+    index = loop.index
+    at = partial(index_at, loop)
     carry = [(j, out) for j, out in enumerate(loop.carry) if out is not None]
     take = getattr(algebra, 'take_slice', None) or getitem   # W[i]: a recording algebra's own
 
@@ -184,10 +197,10 @@ def stepper(loop, algebra, inner=(), forward=None, drop=()):
 
         def step(state, args, t):
             given = {names[sid]: state[j] if kind == CARRY else
-                     take(args[j], first + t) if kind == SCAN else args[j]
+                     take(args[j], at(t)) if kind == SCAN else args[j]
                      for kind, sid, j in slots}
             if index_name is not None:
-                given[index_name] = float(first + t)
+                given[index_name] = float(at(t))
             return forward(body, given, algebra, inner)
         return step, after
 
@@ -206,9 +219,9 @@ def stepper(loop, algebra, inner=(), forward=None, drop=()):
         values = base.copy()
         for kind, sid, j in slots:
             values[sid] = state[j] if kind == CARRY else (
-                take(args[j], first + t) if kind == SCAN else args[j])
+                take(args[j], at(t)) if kind == SCAN else args[j])
         if index is not None:
-            values[index] = coerce(float(first + t))
+            values[index] = coerce(float(at(t)))
         for i, f, a, n in program:
             if n == 1:
                 values[i] = f(values[a[0]])
@@ -310,16 +323,25 @@ def vjp(loop, run_, cotangents, algebra, sweep, live=None, wanted=None, each=Non
     # Values run again for this pass (checkpointed) go as backward passes
     # them, over arrays: a layer's worth less at the peak.
     spend = bool(run_.strides) and getattr(algebra, 'shape', None) is not None
+    # X[i] = ...: each iteration's row of X's cotangent seeds its value there.
+    take = getattr(algebra, 'take_slice', None) or getitem
+    stacked = [(loop.outputs[k], cotangents[k], True if live is None else live[k])
+               for k in loop.stacked if cotangents[k] is not None]
+    last = {k: (o, g, True if live is None else live[k])
+            for k, (o, g) in enumerate(zip(loop.outputs, cotangents)) if k not in loop.stacked}
+    cotangents.clear()
     for t, values in reversed_values(loop, run_, algebra):
         grads = [None] * len(body.nodes)
         rows = [False] * len(body.nodes)
         if t == count - 1:
-            seeds = [(o, g, True if live is None else live[k])
-                     for k, (o, g) in enumerate(zip(loop.outputs, cotangents))]
-            cotangents.clear()
+            seeds = list(last.values())
+            last = None
         else:
             seeds = [(loop.carry[j], carried[j], carried_rows[j]) for j in range(len(slots))
                      if loop.carry[j] is not None]
+        if stacked:
+            row = index_at(loop, t) - loop.first
+            seeds += [(o, take(g, row), r) for o, g, r in stacked]
         top = -1
         for o, g, r in seeds:
             if g is None or r is False:
@@ -329,7 +351,7 @@ def vjp(loop, run_, cotangents, algebra, sweep, live=None, wanted=None, each=Non
             else:
                 grads[o], rows[o] = _merge(algebra, grads[o], rows[o], g, r)
             top = max(top, o)
-        if top < 0:
+        if top < 0:   # (a stacked X's cotangent seeds every iteration, if any)
             break   # nothing reaches this iteration, so nothing reaches an earlier one
         # The seeds are in grads now, which let each go once it is passed on.
         seeds = g = None
@@ -358,11 +380,11 @@ def vjp(loop, run_, cotangents, algebra, sweep, live=None, wanted=None, each=Non
                 else:
                     sums[j], sums_rows[j] = _merge(algebra, sums[j], sums_rows[j], g, r)
             elif gather is not None:
-                pieces.setdefault(j, {})[loop.first + t] = g
+                pieces.setdefault(j, {})[index_at(loop, t)] = g
             else:
                 if sums[j] is None:
                     sums[j] = algebra.np.zeros(algebra.shape(run_.args[j]))
-                sums[j][loop.first + t] += g
+                sums[j][index_at(loop, t)] += g
         # (this iteration's values and cotangents go before the next is run again)
         values = grads = meet = g = None
     for j, slices in pieces.items():

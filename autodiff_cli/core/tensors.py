@@ -196,7 +196,7 @@ def loop_shapes(graph, i, given):
     for (kind, sid), shape in zip(loop.slots, given):
         node = body.nodes[sid]
         if kind == SCAN:
-            last = loop.first + loop.count - 1
+            last = loop.first + loop.count - 1   # (whichever way the index runs)
             if not shape or shape[0] <= last:
                 what = (f'{node.name} takes slice {last} of {shown(shape)}, but its size is '
                         f'{shape[0]} along the first axis' if shape else
@@ -213,7 +213,9 @@ def loop_shapes(graph, i, given):
             raise AdgradError(f"'{name}' is {shown(inner[sid]) or 'a scalar'} before an iteration "
                               f"and {shown(inner[out]) or 'a scalar'} after it: a loop keeps each "
                               "name's shape", graph.source, _column(body, out))
-    return [inner[o] for o in loop.outputs]
+    stacked = set(loop.stacked)
+    return [(loop.count,) + inner[o] if k in stacked else inner[o]
+            for k, o in enumerate(loop.outputs)]
 
 
 def check_shape(graph, i, shape):

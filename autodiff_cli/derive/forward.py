@@ -69,19 +69,30 @@ def _through_loop(loop, run_, given, algebra):
     state = loops.initial(loop, args)
     carried = [t if kind == loops.CARRY else None for (kind, _), t in zip(loop.slots, given)]
     found = [None] * len(body.nodes)
+    rows = {k: [] for k in loop.stacked}   # X[i] = ...: (value, tangent) per iteration
     for t in range(loop.count):
         values = step(state, args, t)
         seed = {}
         for j, (kind, sid) in enumerate(loop.slots):
             here = carried[j] if kind == loops.CARRY else given[j]
             if kind == loops.SCAN and here is not None:
-                here = algebra.index(here, (loop.first + t,))
+                here = algebra.index(here, (loops.index_at(loop, t),))
             if here is not None:
                 seed[body.nodes[sid].name] = here
         found = tangents(body, values, seed, algebra)
+        for k, stack in rows.items():
+            o = loop.outputs[k]
+            stack.append((values[o], found[o]))
         carried = [None if out is None else found[out] for out in loop.carry]
         state = after(values, state)
-    return [found[o] for o in loop.outputs]
+    result = [found[o] for o in loop.outputs]
+    for k, stack in rows.items():
+        if all(t is None for _, t in stack):
+            continue
+        if loop.reverse:
+            stack.reverse()
+        result[k] = algebra.stack(*[algebra.mul(0.0, v) if t is None else t for v, t in stack])
+    return result
 
 
 def node_tangent(graph, i, given, values, algebra=NUMBERS):

@@ -311,16 +311,17 @@ class Assign(NamedTuple):
 
 
 class LoopLines(NamedTuple):
-    """A loop as statements: `for index in first..stop`, the names it
-    carries with their starting texts (bound just before it), the names its
-    body binds for after it, and its body, ending with the carried names'
-    new values (Assign)."""
+    """A loop as statements: `for index in first..stop` (down from stop - 1
+    if `reverse`), the names it carries with their starting texts (bound
+    just before it), the names its body binds for after it, and its body,
+    ending with the carried names' new values (Assign)."""
     index: str
     first: int
     stop: int
     carried: list
     declared: list
     body: list
+    reverse: bool = False
 
 
 def lay_out(derivative, table, number, variable=lambda n: n, reserved=lambda n: False,
@@ -490,7 +491,7 @@ class _Walk:
             bindings.extend(carried)     # nothing changes: the values it starts from
             return
         bindings.append(LoopLines(index, loop.first, loop.first + loop.count, carried, declared,
-                                  statements))
+                                  statements, loop.reverse))
 
     def _reusable(self, node, a, uses, text, top):
         """Whether a carried value may take the name of the value it starts
@@ -577,21 +578,26 @@ def adgrad_text(derivative, order=1, defaults=None):
 class LoopForms(NamedTuple):
     """How a language writes statements: a binding, an assignment, a name a
     loop changes (with its start), one it binds for after it, a loop's head
-    (index, first, stop) and end, and its indent."""
+    (index, first, stop), the head of one whose index runs down, its end,
+    and its indent."""
     binding: str
     assign: str
     carried: str
     declared: str
     head: str
+    head_down: str
     end: str
     indent: str = '    '
 
 
-ADGRAD_LOOPS = LoopForms('{0} = {1}', '{0} = {1}', '{0} = {1}', '', 'for {0} in {1}..{2} {{', '}}')
+ADGRAD_LOOPS = LoopForms('{0} = {1}', '{0} = {1}', '{0} = {1}', '', 'for {0} in {1}..{2} {{',
+                         'for {0} in reversed({1}..{2}) {{', '}}')
 PYTHON_LOOPS = LoopForms('{0} = {1}', '{0} = {1}', '{0} = {1}', '',
-                         'for {0} in map(float, range({1}, {2})):', '')
+                         'for {0} in map(float, range({1}, {2})):',
+                         'for {0} in map(float, reversed(range({1}, {2}))):', '')
 C_LOOPS = LoopForms('const double {0} = {1};', '{0} = {1};', 'double {0} = {1};', 'double {0};',
-                    'for (double {0} = {1}; {0} < {2}; {0}++) {{', '}}')
+                    'for (double {0} = {1}; {0} < {2}; {0}++) {{',
+                    'for (double {0} = {2} - 1; {0} >= {1}; {0}--) {{', '}}')
 
 
 def statements(bindings, forms, indent=''):
@@ -610,7 +616,8 @@ def statements(bindings, forms, indent=''):
             lines += [at + forms.carried.format(n, t) for n, t in entry.carried]
             if forms.declared:
                 lines += [at + forms.declared.format(n) for n in entry.declared]
-            lines.append(at + forms.head.format(entry.index, entry.first, entry.stop))
+            head = forms.head_down if entry.reverse else forms.head
+            lines.append(at + head.format(entry.index, entry.first, entry.stop))
             stack.append((iter(entry.body), at + forms.indent))
         else:
             form = forms.assign if isinstance(entry, Assign) else forms.binding

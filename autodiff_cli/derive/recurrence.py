@@ -184,7 +184,7 @@ class _Body:
         body = Graph(nodes, outputs[-1], dict(tape.inputs), {}, '', (), (), None,
                      tuple(tape.loops))
         value = Loop(body, loop.first, loop.count, self.index, tuple(self.slots), tuple(carry),
-                     tuple(outputs), tuple(names))
+                     tuple(outputs), tuple(names), reverse=loop.reverse)
         args = tuple(outer.ref(a) for a in self.args)
         node = Ref(len(outer.nodes))
         outer.nodes.append(Node('loop', args, None, value))

@@ -175,11 +175,35 @@ class ArrayLowering:
         self.has_arrays()
         (start, _, a), _, subscripts, (_, _, end, _) = stack[-4:]
         del stack[-3:]
+        stack[-1] = (start, end, self.subscripted(a, subscripts, (start, end)))
+
+    def name_index(self, stack, size):
+        """`x[0]`, `W[i]` of a name: the name is looked up after a constant
+        key's nodes are dropped, so that the tape is as `(x)[0]` makes it."""
+        self.has_arrays()
+        (_, start, name_end, name), _, subscripts, (_, _, end, _) = stack[-4:]
+        del stack[-3:]
+        if self.loops and not all(type(s) is _Slice or self.is_constant(s[2])
+                                  for s in subscripts):
+            a = self.look_up(name, start, name_end)   # W[i]: a slice per iteration
+            stack[-1] = (start, end, self.subscripted(a, subscripts, (start, end)))
+            return
+        key = self.key(subscripts)
+        a = self.look_up(name, start, name_end)
+        static = self.emit('static', (), (start, end), value=key)
+        stack[-1] = (start, end, self.emit('index', (a, static), (start, end)))
+
+    def subscripted(self, a, subscripts, span):
+        """The node of a[subscripts]: a loop's slice W[i], or an index node."""
         if self.loops:
-            scanned = self.loop_slice(a, subscripts, (start, end))
+            scanned = self.loop_slice(a, subscripts, span)
             if scanned is not None:
-                stack[-1] = (start, end, scanned)
-                return
+                return scanned
+        static = self.emit('static', (), span, value=self.key(subscripts))
+        return self.emit('index', (a, static), span)
+
+    def key(self, subscripts):
+        """The constant key of `subscripts`, their nodes dropped from the tape."""
         key = [None] * len(subscripts)
         for k in range(len(subscripts) - 1, -1, -1):   # the last one's nodes are the tape's last
             item = subscripts[k]
@@ -191,8 +215,7 @@ class ArrayLowering:
                 key[k] = slice(*bounds)
             else:
                 key[k] = self.integer(item, 'an index')
-        static = self.emit('static', (), (start, end), value=tuple(key))
-        stack[-1] = (start, end, self.emit('index', (a, static), (start, end)))
+        return tuple(key)
 
     def subscripts(self, stack, size):
         self.arguments(stack, size)   # a list, as call arguments are

@@ -182,13 +182,15 @@ class _LoopScope:
     {(kind, id outside): input node in the body}; `saved` holds the scope
     around it while its body is read."""
 
-    __slots__ = ('start', 'first', 'count', 'name', 'index', 'slots', 'kinds', 'names_of',
-                 'taken', 'saved', 'bound')
+    __slots__ = ('start', 'first', 'count', 'name', 'reverse', 'index', 'slots', 'kinds',
+                 'names_of', 'taken', 'saved', 'bound', 'stacks')
 
-    def __init__(self, start, first, count, name):
+    def __init__(self, start, first, count, name, reverse):
         self.start, self.first, self.count, self.name = start, first, count, name
+        self.reverse = reverse
         self.index, self.slots, self.kinds, self.names_of = None, {}, {}, {}
         self.taken, self.saved, self.bound = {name}, None, {}
+        self.stacks = {}   # X of `X[i] = ...` -> the body id of its value
 
 
 class Lowering(ArrayLowering):
@@ -273,6 +275,9 @@ class Lowering(ArrayLowering):
             raise self.error(f"'{name}' is a function; call it as {name}(...)", start)
         if name in KEYWORDS:
             raise self.error(f"'{name}' is a keyword, not a value", start)
+        if any(name in scope.stacks for scope in self.loops):
+            raise self.error(f"'{_clip(name)}' is stacked by this loop, an array once it ends; "
+                             'here, read the value it stacks', start)
         node_id = self.input_ids.get(name)
         if node_id is None and self.shapes:
             node_id = self.size_value(name, (start, end))
@@ -360,6 +365,42 @@ class Lowering(ArrayLowering):
         self.mark = len(nodes)   # the statement ends
         if self.loops:   # where the loop's part for this name will point
             self.loops[-1].bound[name] = span
+
+    @_children
+    def stacked(self, children):
+        """`X[i] = value` in a loop's body: X stacks the value of every
+        iteration, an array with a row per index after the loop."""
+        (_, start, _, name), _, subscripts, _, _, (_, end, node_id) = children
+        if self.last_bare is not None:
+            self.statement_begins()   # raises
+        self.statements += 1
+        if not self.loops:
+            raise self.error(f'{_clip(name)}[...] = ... stacks a value per iteration of a loop; '
+                             f'outside one, bind a name: {_clip(name)} = ...', start)
+        scope = self.loops[-1]
+        if len(subscripts) != 1 or type(subscripts[0]) is not tuple \
+                or subscripts[0][2] != scope.index:
+            raise self.error(f"a loop stacks its values by its own index: "
+                             f"{_clip(name)}[{scope.name}] = ...", start)
+        if scope.first != 0:
+            raise self.error(f'{_clip(name)}[{scope.name}] = ... stacks rows from {scope.name} = 0: '
+                             f'write the range from 0', start)
+        self.check_name(name, start, 'stacked array')
+        if name in self.names or name in scope.stacks or self.outside_name(name) is not None \
+                or name in self.input_ids:
+            raise self.error(f"'{_clip(name)}' is already defined; a stacked array needs a "
+                             'name of its own', start)
+        self.has_arrays()
+        nodes = self.nodes
+        op, args, own_name, value, own_span, block = nodes[node_id]
+        if own_name is None and node_id == len(nodes) - 1 and op != 'input':
+            nodes[node_id] = _new_node(Node, (op, args, f'{name}[{scope.name}]', value, own_span,
+                                              block))
+        else:
+            node_id = self.emit('pos', (node_id,), (start, end), name=f'{name}[{scope.name}]')
+        scope.stacks[name] = node_id
+        scope.bound[name] = (start, end)
+        self.mark = len(nodes)
 
     def check_name(self, name, pos, what):
         if name in KEYWORDS:
@@ -556,6 +597,10 @@ class Lowering(ArrayLowering):
         _, start, end, name = stack[-1]
         node_id = self.names.get(name) if self.body is None else None
         stack[-1] = (start, end, self.resolve(name, start, end) if node_id is None else node_id)
+
+    def look_up(self, name, start, end):
+        node_id = self.names.get(name) if self.body is None else None
+        return self.resolve(name, start, end) if node_id is None else node_id
 
     def group(self, stack, size):
         (_, start, _, _), (_, _, node_id), (_, _, end, _) = stack[-3:]
@@ -809,6 +854,18 @@ class Lowering(ArrayLowering):
         of its own (a _LoopScope), whose slots stand for what it reads from
         outside."""
         (_, start, _, _), (_, name_start, _, name), _, low, _, high, _ = children
+        return self.open_loop(start, name_start, name, low, high, False)
+
+    @_children
+    def reversed_head(self, children):
+        """`for i in reversed(a..b) {`: the same loop, its index running down."""
+        (_, start, _, _), (_, name_start, _, name), _, word, _, low, _, high, _, _ = children
+        if word[3] != 'reversed':
+            raise self.error(f"a loop runs over a range, a..b, or reversed(a..b), not "
+                             f"{_clip(word[3])}(...)", word[1])
+        return self.open_loop(start, name_start, name, low, high, True)
+
+    def open_loop(self, start, name_start, name, low, high, reverse):
         if self.last_bare is not None:
             self.statement_begins()   # raises
         if len(self.loops) >= MAX_NESTING:
@@ -833,7 +890,7 @@ class Lowering(ArrayLowering):
         if self.outside_name(name) is not None or name in self.input_ids:
             raise self.error(f"'{_clip(name)}' is already defined; a loop index needs a name "
                              'of its own', name_start)
-        scope = _LoopScope(start, first, count, name)
+        scope = _LoopScope(start, first, count, name, reverse)
         scope.saved = (self.nodes, self.names, self.branches, self.mark, self.output,
                        self.limit, self.loop_ids)
         self.loops.append(scope)
@@ -949,8 +1006,9 @@ class Lowering(ArrayLowering):
         self.target = self.nodes
         self.loops.pop()
         slot_ids = set(scope.slots.values())
-        bound = sorted((node_id, name) for name, node_id in body_names.items()
-                       if node_id not in slot_ids and node_id != scope.index)
+        bound = sorted([(node_id, name) for name, node_id in body_names.items()
+                        if node_id not in slot_ids and node_id != scope.index]
+                       + [(node_id, name) for name, node_id in scope.stacks.items()])
         if not bound:
             raise self.error('this loop binds no name: its body is NAME = ... statements',
                              scope.start)
@@ -971,8 +1029,9 @@ class Lowering(ArrayLowering):
         names = tuple(name for _, name in bound)
         body = Graph(body_nodes, outputs[-1], inputs, {}, self.source, tuple(body_branches),
                      (), None, tuple(body_loops))
+        stacked = tuple(k for k, name in enumerate(names) if name in scope.stacks)
         loop = Loop(body, scope.first, scope.count, scope.index, tuple(slots), tuple(carry),
-                    outputs, names)
+                    outputs, names, stacked, scope.reverse)
         span = (scope.start, brace[2])
         loop_id = self.emit('loop', tuple(args), span, value=loop)
         self.loop_ids.append(loop_id)

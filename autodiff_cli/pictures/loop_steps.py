@@ -104,7 +104,7 @@ def _groups(spans, count):
 def _index(loop, t):
     if loop.index is None:
         return ''
-    return f' ({loop.body.nodes[loop.index].name}={loop.first + t:,})'   # never broken on a slide
+    return f' ({loop.body.nodes[loop.index].name}={loops.index_at(loop, t):,})'   # never broken on a slide
 
 
 def _again(loop, start, stop, segments):
@@ -148,7 +148,7 @@ def _said(loop, f, after, before, shares, low, high):
         if kind == FREE:   # read, not carried: its shares add up
             said.append(f'∂{f}/∂{name} += {_shown(g)}')
         else:              # W[i]: the slice this iteration took
-            said.append(f'∂{f}/∂{name.partition("[")[0]}[{loop.first + low:,}] is {_shown(g)}')
+            said.append(f'∂{f}/∂{name.partition("[")[0]}[{loops.index_at(loop, low):,}] is {_shown(g)}')
     if not said:
         return f'{head}: no gradient reaches {them}'
     return f'{head}: ' + '; '.join(said)
