@@ -23,7 +23,9 @@ def _m(*shape):
 
 X3, A33, A23, B2, S223 = _m(3), _m(3, 3), _m(2, 3), _m(2), _m(2, 2, 3)
 SPD = np.array([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]])
-SINGULAR = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]])
+# Singular by a row of zeros, not by a multiple of a row: torch's LU rounds
+# [2, 4, 6] - 2*[1, 2, 3] to det = -7e-16 on some CPUs, and numpy's to 0.
+SINGULAR = np.array([[1.0, 2.0, 3.0], [0.0, 0.0, 0.0], [1.0, 0.0, 1.0]])
 RANK_1 = np.outer([1.0, 2.0, 3.0], [1.0, -1.0, 2.0])
 NEGATIVE = np.array([[0.0, 1.0], [1.0, 0.0]]) + 0.1
 TIES = np.array([[1.0, 3.0, 3.0], [3.0, 0.0, -1.0]])
