@@ -12,6 +12,7 @@ import pytest
 
 from autodiff_cli import lower
 from autodiff_cli.core import tensors
+from autodiff_cli.derive.array_formula import declared_shapes
 from autodiff_cli.derive.array_printers import array_derivative_text
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -282,3 +283,26 @@ def test_a_subscripts_gradient_reads_back_as_rows_of_the_identity(source):
     text = array_derivative_text(graph, [name])
     assert 'eye(' in text
     np.testing.assert_allclose(evaluate(text, point), grad_of(graph, point, name), rtol=1e-14)
+
+
+@pytest.mark.parametrize('source, wrt', [
+    # a vector broadcast along the rows of a product: its transpose is a column
+    ('input x[3], u[3], A[3, 3]; y = sum(A.T*outer(x, u), 0); y[0]', 'u'),
+    # a scaled cotangent made a row: no endless reshape of 2*g
+    ('input A[2, 2], g[2]; sum(2*g*sum(A, 0))', 'A'),
+    # P - P.T is antisymmetric, not symmetric: its transpose is not itself
+    ('input P[3, 3], x[3]; sum(((P - P.T).T @ x)^2)', 'x'),
+])
+def test_formulas_the_fuzzer_found_wrong_read_back_to_grads_numbers(source, wrt, run_cli,
+                                                                     tmp_path):
+    graph = lower(source)
+    rng = np.random.default_rng(3)   # (no square matrix made symmetric, as random_point's are)
+    point = {k: rng.normal(size=shape) for k, shape in declared_shapes(graph).items()}
+    code, text, err = run_cli('diff', source, '--wrt', wrt)
+    assert (code, err) == (0, '')
+    (tmp_path / 'd.ad').write_text(text)
+    code, out, err = run_cli('eval', '-f', str(tmp_path / 'd.ad'),
+                             *bindings(point, graph.inputs, tmp_path), '--json')
+    assert (code, err) == (0, ''), text
+    np.testing.assert_allclose(json.loads(out)['value'], grad_of(graph, point, wrt),
+                               rtol=1e-12, atol=1e-14, err_msg=text)

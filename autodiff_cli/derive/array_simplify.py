@@ -148,6 +148,8 @@ def symmetric(tape, x):
         if op in ('add', 'sub') and len(args) == 2:
             p, q = args
             if _transposed(tape, p) == q or _transposed(tape, q) == p:
+                if op == 'sub':
+                    return False   # P - P.T is antisymmetric: its transpose is Q.T - Q
                 continue
             stack += [p, q]
         elif op == 'matmul' and (_transposed(tape, args[0]) == args[1]
@@ -202,6 +204,8 @@ def _transpose(tape, a):
     if op in ('mul', 'div', 'neg', 'add', 'sub'):
         args = [constant(tape, v) for v in _args(tape, a)]
         arrays = [v for v in args if not _is_scalar(tape, v)]
+        if any(_rank(tape, v) != _rank(tape, a) for v in arrays):
+            return None   # A.T * v: v broadcasts along rows, so (A.T * v).T is A * v[:, None]
         cheap = [_cheap_transpose(tape, v) for v in arrays]
         if len(arrays) == 1 and op in ('mul', 'div', 'neg') or all(c is not None for c in cheap):
             return getattr(tape, op)(*[v if _is_scalar(tape, v) else tape.transpose(v)
@@ -354,7 +358,10 @@ def _reshape(tape, x, shape):
             s = constant(tape, _args(tape, column)[0])
             return tape.mul(s, tape.tensor('index', (m, (slice(None), 0))))
     c, rest = _scaled(tape, x)
-    if c != 1.0:
+    extra = len(shape) - len(own)
+    # (not when it only adds leading axes of 1: the product would see through
+    # them, give c*y again, and fit it to `shape` by this reshape, forever)
+    if c != 1.0 and not (extra > 0 and shape[extra:] == own and set(shape[:extra]) == {1}):
         return tape.mul(c, tape.reshape(rest, shape))
     return None
 
