@@ -238,3 +238,22 @@ def test_a_segment_of_one_value_is_said_in_the_singular():
     counts = re.findall(r', (\d+) (values?), before its', run.out.replace('\n      ', ' '))
     assert {n == '1' for n, _ in counts} == {True, False}, run.out   # both are said
     assert all((n == '1') == (word == 'value') for n, word in counts), counts
+
+
+def test_a_stacked_arrays_row_reaches_each_iteration_of_a_reversed_loop():
+    # x_{next} = sin(x)*i + x/2 with i = 3, 2, 1, 0; f = sum(X) + x, X[i] the x
+    # iteration i starts from: ∂f/∂x before iteration i is ∂x_next/∂x times what
+    # came after it, plus 1 for X[i]
+    source = ('input x = 0.5\nfor i in reversed(0..4) {\n    X[i] = x\n'
+              '    x = sin(x) * i + 0.5*x\n}\nsum(X) + x')
+    run = run_main(['render', source, '--format', 'text'])
+    xs = [0.5]
+    for i in (3, 2, 1, 0):
+        xs.append(math.sin(xs[-1]) * i + 0.5 * xs[-1])
+    after, lines = 1.0, [line for line in run.out.splitlines() if 'Iteration' in line]
+    for line, t, i in zip(lines, (3, 2, 1, 0), (0, 1, 2, 3)):
+        before = after * (math.cos(xs[t]) * i + 0.5) + 1.0
+        assert f'(i={i})' in line and f'∂f/∂X[{i}] is 1;' in line, line
+        assert f'∂f/∂x is {number(after)} after it, {number(before)} before' in line, line
+        after = before
+    assert len(lines) == 4

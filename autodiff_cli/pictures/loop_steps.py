@@ -60,7 +60,11 @@ def loop_steps(graph, i, values, grads, f, strides=()):
     carried = [(j, loop.body.nodes[sid].name) for j, (kind, sid) in enumerate(loop.slots)
                if kind == CARRY]
     # what reaches the last iteration: each of the loop's results' cotangent
-    after = list(zip(loop.names, cotangents))
+    # (a stacked X's reaches every iteration: its row, X[i])
+    after = [(name, g) for k, (name, g) in enumerate(zip(loop.names, cotangents))
+             if k not in loop.stacked]
+    stacks = [(loop.names[k], cotangents[k]) for k in loop.stacked
+              if not _nothing(cotangents[k])]
     starts = {start for start, _ in spans}
     state = [KEPT if not strides or t in starts else DROPPED for t in range(count)]
     result = []
@@ -75,9 +79,12 @@ def loop_steps(graph, i, values, grads, f, strides=()):
             shown = list(state)
             shown[low:high + 1] = [NOW] * (high + 1 - low)
             state[low:high + 1] = [DONE] * (high + 1 - low)
+            row = loops.index_at(loop, low) - loop.first
             said = _said(loop, f, after, [(name, before[j]) for j, name in carried],
                          [(j, before[j] if low == high else shares[k][j])
-                          for j in range(len(loop.slots))], low, high)
+                          for j in range(len(loop.slots))], low, high,
+                         [(f'{name}[{row + loop.first:,}]', g[row]) for name, g in stacks]
+                         if low == high else [])
             result.append(Told(said, (_strip(shown, spans, strides),
                                       _strip(state, spans, strides))))
             after = [(name, before[j]) for j, name in carried]
@@ -120,17 +127,18 @@ def _again(loop, start, stop, segments):
             f'before their gradients flow')
 
 
-def _said(loop, f, after, before, shares, low, high):
+def _said(loop, f, after, before, shares, low, high, rows=()):
     """What iterations low..high passed back: the cotangents of what they
-    compute (`after`: (name, cotangent)) and of the carried values they
-    start from (`before`); each free value's share, each slice's."""
+    compute (`after`: (name, cotangent); `rows`, a stacked X's row) and of
+    the carried values they start from (`before`); each free value's share,
+    each slice's."""
     if low == high:
         head = f'Iteration {low + 1:,} of {loop.count:,}{_index(loop, low)}, backward'
     else:
         head = f'Iterations {high + 1:,} down to {low + 1:,} of {loop.count:,}, backward'
     them = 'it' if low == high else 'them'
     came = {name: g for name, g in before if not _nothing(g)}
-    said = []
+    said = [f'∂{f}/∂{name} is {_shown(g)}' for name, g in rows]
     for name, g in after:
         if _nothing(g):
             continue
