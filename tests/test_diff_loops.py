@@ -144,12 +144,6 @@ def test_what_diff_does_not_print_of_a_loop_is_refused_in_one_line(words, messag
     assert run.err.count('\n') == 1
 
 
-def test_an_array_program_with_a_loop_is_refused_in_one_line():
-    run = run_main(['diff', 'input x[2] = [1, 2]\nfor i in 0..3 {\n    x = sin(x)\n}\nsum(x)'])
-    assert run.code == 2 and run.err.count('\n') == 1
-    assert run.err.startswith('adgrad: error: diff does not print array programs with loops')
-
-
 # ---- second derivatives: forward mode over the recurrence, loops kept loops ----
 
 def _central_hessian(source, point, h=1e-5):

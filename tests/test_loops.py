@@ -106,19 +106,25 @@ def array_point(source, inputs):
     return values[graph.output], {name: grads[i] for name, i in graph.inputs.items()}
 
 
-def test_an_array_loop_takes_the_slices_of_a_stacked_parameter_as_torch_does():
+def assert_torchs_tanh_layers(value, grads, inputs):
+    """value and grads are those of sum(x^2) after x = tanh(W[i] @ x + b[i])
+    over every slice, as torch computes them."""
     torch = pytest.importorskip('torch')
-    inputs = mlp_inputs()
-    value, grads = array_point(MLP, inputs)
     t = {k: torch.tensor(v, requires_grad=True) for k, v in inputs.items()}
     h = t['x']
-    for i in range(4):
+    for i in range(len(inputs['W'])):
         h = torch.tanh(t['W'][i] @ h + t['b'][i])
     loss = (h ** 2).sum()
     loss.backward()
     assert value == pytest.approx(loss.item(), rel=1e-14)
     for k in inputs:
         np.testing.assert_allclose(grads[k], t[k].grad.numpy(), rtol=1e-12, atol=1e-15)
+
+
+def test_an_array_loop_takes_the_slices_of_a_stacked_parameter_as_torch_does():
+    pytest.importorskip('torch')
+    inputs = mlp_inputs()
+    assert_torchs_tanh_layers(*array_point(MLP, inputs), inputs)
 
 
 STACKED = ('input W[4, 3, 3], b[4, 3], x[3]\nfor i in reversed(0..4) {\n    X[i] = x\n'

@@ -63,9 +63,6 @@ def run(args, env):
         raise UsageError(f'--order {args.order} differentiates with respect to one variable: '
                          'give it with --wrt X (--order 2 takes several, for the mixed partials)')
     if is_array_program(graph):
-        if graph.loops:
-            raise UsageError('diff does not print array programs with loops yet: grad computes '
-                             'their gradients')
         from ..derive.array_printers import array_derivative_text
         env.stdout.write(array_derivative_text(graph, names, args.order, args.lang))
         return Exit.OK

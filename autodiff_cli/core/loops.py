@@ -306,6 +306,9 @@ def vjp(loop, run_, cotangents, algebra, sweep, live=None, wanted=None, each=Non
     parts'. `wanted`: per argument, whether an array program needs its
     gradient (tensors.Unbroadcast). `each(t, slots)` is told what iteration
     t passed back to each slot (a picture's steps)."""
+    own = getattr(algebra, 'loop_vjp', None)
+    if own is not None:   # a formula's (derive/array_loops.py): recorded as one loop
+        return own(loop, run_, cotangents)
     body, slots, count = loop.body, loop.slots, loop.count
     add = algebra.add
     carried, carried_rows = [None] * len(slots), [True] * len(slots)

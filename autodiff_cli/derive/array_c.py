@@ -10,11 +10,13 @@ from LOOPS. Text comes only from the tape, as in printers.py.
 
 import re
 
+from ..core.graph import CARRY, FREE, SCAN
 from ..core.primitives import ATOM
 from ..errors import AdgradError
 from . import printers
 from .array_formula import declared_shapes, result_shape
 from .printers import C, C_HELPERS, Names, c_number, c_safe
+from .record import reachable
 from .simplify import Ref
 
 # ---- the helpers: one loop each over flat buffers; an axis of reduction is
@@ -365,15 +367,22 @@ class CArrays:
 
     def emit(self):
         """The function's statements, node by node in tape order."""
-        nodes = self.tape.nodes
         order = self.derivative.reachable()
         self.plan(order)
+        self.walk(order)
+        return self.finish()
+
+    def walk(self, order):
+        """The statements of the nodes `order` of the tape being written."""
+        nodes = self.tape.nodes
         for i in order:
             node = nodes[i]
             op = node.op
-            if op in ('static', 'custom'):
-                continue
-            if op == 'input':
+            if op in ('static', 'custom', 'part') or i in self.text or i in self.storage:
+                continue      # (a part, and a loop body's inputs, are given by their loop)
+            if op == 'loop':
+                self.op_loop(i, [self.alias.get(a, a) for a in node.args])
+            elif op == 'input':
                 name = self.variables[node.name]
                 if self.shape(i):
                     self.storage[i] = name
@@ -395,7 +404,6 @@ class CArrays:
                 if method is None:
                     raise AdgradError(f"--lang c has no loop for '{op}' yet; --lang numpy has")
                 method(i, [self.alias.get(a, a) for a in node.args], self.outputs.get(i))
-        return self.finish()
 
     def plan(self, order):
         """Each node's uses and its last user, and the results that can be
@@ -420,7 +428,7 @@ class CArrays:
         self.outputs = {}
         for (label, ref), name in zip(self.derivative.results, self.out_names):
             if type(ref) is Ref and self.results.get(ref) == 1 and not self.uses.get(ref) \
-                    and self.shape(ref) and nodes[ref].op not in ('input', 'const') \
+                    and self.shape(ref) and nodes[ref].op not in ('input', 'const', 'part') \
                     and not self.aliasing(ref):
                 self.outputs[ref] = name
 
@@ -507,6 +515,137 @@ class CArrays:
 
     def result_shape(self, label):
         return result_shape(self.derivative, label)
+
+    # ---- loops (array_loops.py): a C for, its body written as the tape is ----
+
+    def op_loop(self, i, args):
+        """Loop node i: its carried values and stacked arrays in buffers of
+        the workspace (a number in a variable), its body inside a `for`, and
+        its parts those buffers after it."""
+        loop, tape = self.tape.nodes[i].value, self.tape
+        body, sub = loop.body, tape.bodies[i]
+        index = self.names.claim(body.nodes[loop.index].name.split('#')[0]
+                                 if loop.index is not None else 'i')
+        text, storage, state = {}, {}, {}
+        for j, (kind, sid) in enumerate(loop.slots):
+            a, shape = args[j], sub.shape(Ref(sid))
+            if kind == FREE:
+                (text if a in self.text else storage)[sid] = self.read_whole(a)
+            elif kind == SCAN:
+                source = self.pointer(args[j])
+                if shape:
+                    storage[sid] = f'({source} + (size_t){index}*{self.count(shape)})'
+                else:
+                    text[sid] = (f'{source}[{index}]', ATOM)
+            else:
+                state[j] = self.carried(a, shape, body.nodes[sid].name)
+                (storage if shape else text)[sid] = state[j] if shape else (state[j], ATOM)
+        stacks = {k: self.stack_buffer(loop, k, sub) for k in loop.stacked}
+        carried = {out: j for j, out in enumerate(loop.carry) if out is not None}
+        # a number the last iteration leaves: a variable outside the loop's scope
+        left = {k: self.names.claim(loop.names[k].split('#')[0])
+                for k, o in enumerate(loop.outputs)
+                if k not in stacks and o not in carried and not sub.shape(Ref(o))}
+        self.lines += [f'    double {name} = 0.0;' for name in left.values()]
+        saved = (self.tape, self.text, self.storage, self.lines, self.alias, self.uses,
+                 self.user, self.results, self.outputs)
+        self.tape, self.text, self.storage, self.lines = sub, text, storage, []
+        if loop.index is not None:
+            self.text[loop.index] = (f'(double){index}', ATOM)
+        keep = [o for o in loop.outputs] + [c for c in loop.carry if c is not None]
+        order = reachable(body.nodes, keep)
+        self.plan_body(order, keep)
+        self.walk(order)
+        self.rows(loop, stacks, index)
+        self.lines += [f'    {name} = {self.read(loop.outputs[k], ())[0]};'
+                       for k, name in left.items()]
+        self.carry_over(loop, state)
+        lines, body_storage = self.lines, self.storage
+        (self.tape, self.text, self.storage, self.lines, self.alias, self.uses, self.user,
+         self.results, self.outputs) = saved
+        stop = loop.first + loop.count
+        self.lines.append(f'    for (long {index} = {stop - 1}; {index} >= {loop.first}; '
+                          f'{index}--) {{' if loop.reverse else
+                          f'    for (long {index} = {loop.first}; {index} < {stop}; {index}++) {{')
+        self.lines += ['    ' + line for line in lines] + ['    }']
+        self.names.taken.discard(index)   # the loop's own: the next may take it
+        for k, o in enumerate(loop.outputs):
+            part = i + 1 + k
+            if k in stacks:
+                self.storage[part] = stacks[k]
+            elif k in left:
+                self.text[part] = (left[k], ATOM)
+            elif o not in carried:   # an array the last iteration leaves in its buffer
+                self.storage[part] = body_storage[o]
+            elif sub.shape(Ref(o)):
+                self.storage[part] = state[carried[o]]
+            else:
+                self.text[part] = (state[carried[o]], ATOM)
+
+    def read_whole(self, a):
+        """What node a is, as the tape around a loop holds it: its text or buffer."""
+        return self.text[a] if a in self.text else self.storage[a]
+
+    def carried(self, a, shape, name):
+        """A variable, or a buffer, for a value a loop carries, starting from node a's."""
+        wanted = name.split('#')[0].rstrip("'")
+        if not shape:
+            state = self.names.claim(wanted)
+            self.lines.append(f'    double {state} = {self.read(a, ())[0]};')
+            return state
+        state = self.names.claim(wanted)
+        self.buffers.append((state, self.count(shape)))
+        self.lines += self.loops(shape, f'{state}[{self.at(shape, shape)}] = '
+                                        f'{self.read(a, shape)[0]};')
+        return state
+
+    def stack_buffer(self, loop, k, sub):
+        """The buffer of stacked output k: a row per iteration."""
+        name = self.names.claim(loop.names[k].split('#')[0])
+        self.buffers.append((name, f'{loop.count}*{self.count(sub.shape(Ref(loop.outputs[k])))}'
+                             if sub.shape(Ref(loop.outputs[k])) else str(loop.count)))
+        return name
+
+    def plan_body(self, order, keep):
+        """plan() for a loop's body: what it keeps is stored, never fused."""
+        nodes = self.tape.nodes
+        self.alias, self.uses, self.user, self.outputs = {}, {}, {}, {}
+        for i in order:
+            for a in nodes[i].args:
+                if nodes[a].op != 'static':
+                    self.uses[a] = self.uses.get(a, 0) + 1
+                    self.user[a] = i
+        self.results = {o: 1 for o in keep}
+
+    def rows(self, loop, stacks, index):
+        """Each stacked output's row of this iteration: X[i] = value."""
+        for k, name in stacks.items():
+            o = loop.outputs[k]
+            shape = self.shape(o)
+            row = f'{index} - {loop.first}' if loop.first else index
+            if not shape:
+                self.lines.append(f'    {name}[{row}] = {self.read(o, ())[0]};')
+                continue
+            start = f'(size_t)({row})*{self.count(shape)}'
+            self.lines += self.loops(shape, f'{name}[{start} + {self.at(shape, shape)}] = '
+                                            f'{self.read(o, shape)[0]};')
+
+    def carry_over(self, loop, state):
+        """The carried values' next ones, all computed before any is replaced."""
+        updates = []
+        for j, out in enumerate(loop.carry):
+            sid = loop.slots[j][1]
+            if out is None or out == sid:
+                continue
+            shape = self.shape(out)
+            if not shape:
+                name = self.names.fresh('t')
+                self.lines.append(f'    const double {name} = {self.read(out, ())[0]};')
+                updates.append(f'    {state[j]} = {name};')
+            else:
+                updates += self.loops(shape, f'{state[j]}[{self.at(shape, shape)}] = '
+                                             f'{self.read(out, shape)[0]};')
+        self.lines += updates
 
     # ---- the ops of arrays ----
 

@@ -113,6 +113,7 @@ class Shapes(Tape):
         self.node_shapes = []
         self.np = _Numbers(self)
         self.wanted = None
+        self.bodies = {}                  # a loop node -> its body's tape (array_loops.py)
 
     # ---- what rules ask of the algebra ----
 
@@ -227,6 +228,11 @@ class _Point:
         self.branches = tape.branches
         self.wanted = None
 
+    def loop_vjp(self, loop, recorded, cotangents):
+        """A loop's backward pass, recorded as one loop (loops.vjp asks)."""
+        from .array_loops import backward
+        return backward(self.tape, loop, recorded, cotangents, replay_arrays, _Point)
+
     def value(self, x):
         return x if isinstance(x, float) else GENERAL
 
@@ -291,18 +297,24 @@ def _symbolic_reshape(a, shape):
     return tuple((rest[0] if rest else left) if n == -1 else n for n in shape)
 
 
-def program_shapes(graph):
-    """Each node's shape from the declared shapes alone; an AdgradError with
-    a caret where they cannot go together, or where an input has none."""
+def program_shapes(graph, declared=None):
+    """Each node's shape from the declared shapes alone (a loop's body's,
+    from its slots'); an AdgradError with a caret where they cannot go
+    together, or where an input has none."""
     from ..core.tensors import shape_error
-    declared = declared_shapes(graph)
+    declared = declared_shapes(graph) if declared is None else declared
     result = [None] * len(graph.nodes)
+    looped = {}
     for i, node in enumerate(graph.nodes):
         op = node.op
         if op == 'input':
             result[i] = declared[node.name]
         elif op == 'const':
             result[i] = tuple(getattr(node.value, 'shape', ()))
+        elif op == 'loop':
+            looped[i] = _loop_shapes(graph, i, [result[a] for a in node.args])
+        elif op == 'part':
+            result[i] = looped[node.args[0]][node.value]
         elif op != 'static':
             given = [graph.nodes[a].value if result[a] is None else result[a] for a in node.args]
             try:
@@ -314,6 +326,37 @@ def program_shapes(graph):
                                   f'at most {MAX_SYMBOLIC_AXES}', graph.source,
                                   node.span[0] if node.span else None)
     return result
+
+
+def _loop_shapes(graph, i, given):
+    """The shapes of loop node i's parts, from its arguments' `given`: its
+    body's, once (nested loops recurse once per level)."""
+    from ..core.graph import CARRY, SCAN
+    loop = graph.nodes[i].value
+    body, declared = loop.body, {}
+    for (kind, sid), shape in zip(loop.slots, given):
+        node = body.nodes[sid]
+        if kind == SCAN:
+            last = loop.first + loop.count - 1
+            if not shape or isinstance(shape[0], int) and shape[0] <= last:
+                raise AdgradError(f'{node.name} takes slice {last} of {shown(shape)}, but it has '
+                                  f'{shape[0] if shape else 0} along its first axis',
+                                  graph.source, node.span[0] if node.span else None)
+            shape = shape[1:]
+        declared[node.name] = shape
+    if loop.index is not None:
+        declared[body.nodes[loop.index].name] = ()
+    inner = program_shapes(body._replace(source=graph.source), declared)
+    for (kind, sid), out in zip(loop.slots, loop.carry):
+        if kind == CARRY and inner[out] != inner[sid]:
+            node = body.nodes[sid]
+            raise AdgradError(f"'{node.name}' is {shown(inner[sid]) or 'a scalar'} before an "
+                              f"iteration and {shown(inner[out]) or 'a scalar'} after it: a "
+                              "loop keeps each name's shape", graph.source,
+                              node.span[0] if node.span else None)
+    stacked = set(loop.stacked)
+    return [(loop.count,) + inner[o] if k in stacked else inner[o]
+            for k, o in enumerate(loop.outputs)]
 
 
 def declared_shapes(graph):
@@ -352,8 +395,16 @@ def replay_arrays(graph, tape):
             value = node.value
             values.append(tape.literal(value) if getattr(value, 'ndim', 0) else float(value))
             continue
+        if op == 'loop':
+            from .array_loops import record
+            values.append(record(tape, node.value, [values[a] for a in node.args], replay_arrays))
+            continue
+        if op == 'part':
+            values.append(values[node.args[0]].outputs[node.value])
+            continue
         value = getattr(Shapes, op)(tape, *[values[a] for a in node.args])
-        if node.name and type(value) is Ref and tape.nodes[value].op != 'input':
+        if node.name and type(value) is Ref and tape.nodes[value].op != 'input' \
+                and '[' not in node.name:   # (X[i] = ...'s value: a row, no name)
             tape.names.setdefault(value, node.name.split('#')[0])
         values.append(value)
     tape.replaying = False

@@ -7,17 +7,23 @@ shape), an array constant, a size. Sizes are the program's own names, checked
 by the parser, mangled where a language reserves them. C is array_c.py's.
 """
 
+import copy
+
 from ..core.primitives import ATOM
 from ..errors import AdgradError
 from . import printers
-from .printers import (ADGRAD, LATEX, Names, adgrad_number, latex_name, lay_out, python_number,
-                       python_safe)
+from .printers import (ADGRAD, ADGRAD_LOOPS, LATEX, PYTHON_LOOPS, Names, adgrad_number,
+                       latex_name, lay_out, python_number, python_safe, statements)
 from .simplify import Ref
 
 # A reduction's static argument that is its default, left out when printed.
 _DEFAULTS = {'sum': None, 'mean': None, 'prod': None, 'amax': None, 'amin': None,
              'logsumexp': None, 'softmax': -1, 'norm': 2}
 _NAMES = {'amax': 'max', 'amin': 'min'}
+# A loop's stacked rows in NumPy: a list while it runs, an array after it.
+NUMPY_LOOPS = PYTHON_LOOPS._replace(stack_row='{0}.append({2})', stack_open='{0} = []',
+                                    stack_close='{0} = np.stack({0})',
+                                    stack_close_down='{0} = np.stack({0}[::-1])')
 
 
 def _key_text(key, number):
@@ -41,6 +47,7 @@ class Speller:
 
     def __init__(self, tape, language, size=str):
         self.tape, self.language, self.size = tape, language, size
+        self.in_body, self.hoisted = False, {}
 
     def __call__(self, i, node, arguments):
         op = node.op
@@ -61,6 +68,30 @@ class Speller:
 
     def static(self, node_id):
         return self.tape.nodes[node_id].value
+
+    def within(self, loop):
+        """This speller for the body of loop node `loop`, over its own tape."""
+        inner = copy.copy(self)
+        inner.tape, inner.in_body = self.tape.bodies[loop], True
+        return inner
+
+    def construct(self, name, sizes):
+        """ones(n), zeros(n), eye(n) as text. A loop's body reads no size, so
+        there one of a symbolic size is a name bound before the program's
+        statements (`hoisted`: {name: its text}), in adgrad's language."""
+        text = self.call(name, sizes)[0]
+        if not (self.in_body and self.language == 'adgrad'
+                and any(n.isidentifier() for n in sizes)):
+            return text
+        return self.hoist('_'.join([name] + sizes), text)
+
+    def hoist(self, wanted, text):
+        """A name for `text`, bound once before the program's statements."""
+        for bound, made in self.hoisted.items():
+            if made == text:
+                return bound
+        self.hoisted[wanted] = text
+        return wanted
 
     def number(self, value):
         return str(value)
@@ -101,17 +132,20 @@ class Speller:
         return f'{text}[{_key_text(self.static(node.args[1]), self.number)}]', ATOM
 
     def op_eye(self, i, node, arguments):
-        return self.call('eye', [self.size(self.static(node.args[0]))])
+        return self.construct('eye', [self.size(self.static(node.args[0]))]), ATOM
 
     def op_size(self, i, node, arguments):
         factors = _sizes(self.static(node.args[0]), self.size)
+        if self.in_body and self.language == 'adgrad':   # n read in a loop: bound before
+            return self.hoist('size_' + '_'.join(factors), '*'.join(factors)), ATOM
         return '*'.join(factors), (ATOM if len(factors) == 1 else 2)
 
     def op_broadcast_to(self, i, node, arguments):
         (text, precedence), shape = arguments[0], self.static(node.args[1])
-        ones = self.call('ones', _sizes(shape, self.size))[0]
-        if text == '1':
-            return ones, ATOM
+        ones = self.construct('ones', _sizes(shape, self.size))
+        if text in ('0', '1'):
+            return self.construct('zeros' if text == '0' else 'ones', _sizes(shape, self.size)), \
+                ATOM
         if precedence < 2:
             text = f'({text})'
         return f'{text}*{ones}', 2
@@ -138,7 +172,8 @@ class Speller:
         for axis, n in enumerate(shape):
             k = key[axis] if axis < len(key) else slice(None)
             rows.append(None if k == slice(None) else (
-                not isinstance(k, slice), f'eye({self.size(n)})[{_key_text((k,), self.number)}]'))
+                not isinstance(k, slice),
+                f"{self.construct('eye', [self.size(n)])}[{_key_text((k,), self.number)}]"))
         if all(r is not None and r[0] for r in rows):       # one entry
             picked = [r[1] for r in rows]
             factor = raw if precedence >= 2 else g
@@ -298,10 +333,14 @@ def adgrad_formula(derivative, graph):
     tape = derivative.tape
     speller = Speller(tape, 'adgrad')
     labels = [_label(label, derivative.order) for label, _ in derivative.results]
-    printed = lay_out(derivative, ADGRAD, adgrad_number, labels=labels, spell=speller)
+    printed = lay_out(derivative, ADGRAD, adgrad_number, labels=labels, spell=speller,
+                      reserved=lambda name: name in speller.hoisted, loop_labels=True)
     lines = [declaration(graph, tape, speller)]
-    lines += [f'{name} = {text}' for name, text in printed.bindings]
+    lines += [f'{name} = {text}' for name, text in speller.hoisted.items()]
+    lines += statements(printed.bindings, ADGRAD_LOOPS)
     lines += [f'{name} = {text}' for _, name, text in printed.results if name is not None]
+    if tape.loops and printed.results[-1][1] is None:
+        lines.append(printed.results[-1][2])   # bound before a loop's names: the output
     return '\n'.join(lines) + '\n'
 
 
@@ -332,10 +371,11 @@ def numpy_formula(derivative, graph):
     labels = ['value'] + [_label(label, derivative.order) for label, _ in derivative.results[1:]]
     printed = lay_out(derivative, table, python_number, labels=labels, spell=speller,
                       variable=lambda n: f'{n}_' if python_safe(n) or n in sizes.values() else n,
-                      reserved=lambda n: python_safe(n) or n in sizes.values())
+                      reserved=lambda n: python_safe(n) or n in sizes.values(),
+                      scan='{0}[int({1})]', loop_labels=True)
     used = printers._helpers_used(derivative, helpers)
     lines = ['import numpy as np', '']
-    reached = {tape.nodes[i].op for i in derivative.reachable()}
+    reached = printers._ops(derivative)   # (in loops' bodies too)
     if any(table[op].text.startswith('_arrays.') for op in reached if op in table):
         lines[1:1] = ['', "from autodiff_cli.core import arrays as _arrays  # forms NumPy lacks"]
     for op in used:
@@ -353,7 +393,7 @@ def numpy_formula(derivative, graph):
                 bound.add(n)
                 lines.append(f'    {sizes[n]} = {name}.shape[{axis}]')
     lines.append("    with np.errstate(all='ignore'):")
-    lines += [f'        {name} = {text}' for name, text in printed.bindings]
+    lines += statements(printed.bindings, NUMPY_LOOPS, '        ')
     outputs = []
     for (label, ref), (_, name, text) in zip(derivative.results, printed.results):
         outputs.append((label, name or text, ref))
@@ -398,6 +438,10 @@ def array_derivative_text(graph, names, order=1, lang='adgrad'):
     """`adgrad diff` of an array program: its derivatives as formulas in `lang`."""
     from .array_formula import array_derivative, array_hessian_formula
     code = lang in ('numpy', 'c')
+    if graph.loops and (lang == 'latex' or order != 1):
+        raise AdgradError('--lang latex does not print array loops: --lang adgrad, numpy and c do'
+                          if order == 1 else '--order 2 of an array program with loops is not '
+                          'printed: adgrad hessian computes its Hessian')
     if order == 1:
         derivative = array_derivative(graph, names, with_value=code)
     elif order == 2:

@@ -20,7 +20,7 @@ import keyword
 import re
 from typing import NamedTuple
 
-from ..core.graph import CARRY, FREE
+from ..core.graph import CARRY, FREE, SCAN
 from ..core.primitives import ARITHMETIC, ATOM, COMPARISON, LOGICAL, PRIMITIVES, names_of
 from ..errors import AdgradError
 from .record import Ref, reachable
@@ -276,12 +276,17 @@ class Names:
 
     def __init__(self, reserved=lambda name: False):
         self.taken, self.reserved, self.counter = set(), reserved, 0
+        self.labels = set()   # the results' names (d_x): kept for them
 
-    def claim(self, wanted):
+    def claim(self, wanted, label=False):
+        if label and wanted in self.labels:
+            self.labels.discard(wanted)
+            self.taken.add(wanted)
+            return wanted
         if self.reserved(wanted):
             wanted = 'v_' + wanted.lstrip('_')   # a suffix cannot make _X or NAN safe
         name, n = wanted, 1
-        while name in self.taken or self.reserved(name):
+        while name in self.taken or self.reserved(name) or name in self.labels:
             n += 1
             name = f'{wanted}_' if n == 2 else f'{wanted}_{n - 1}'
         self.taken.add(name)
@@ -291,7 +296,7 @@ class Names:
         while True:
             self.counter += 1
             name = f'{prefix}{self.counter}'
-            if name not in self.taken and not self.reserved(name):
+            if name not in self.taken and not self.reserved(name) and name not in self.labels:
                 self.taken.add(name)
                 return name
 
@@ -322,16 +327,27 @@ class LoopLines(NamedTuple):
     declared: list
     body: list
     reverse: bool = False
+    stacks: tuple = ()    # the names of the arrays it stacks (X[i] = ...)
+
+
+class Stacked(NamedTuple):
+    """A loop's row of a stacked array: X[i] = text."""
+    name: str
+    index: str
+    text: str
 
 
 def lay_out(derivative, table, number, variable=lambda n: n, reserved=lambda n: False,
-            labels=None, fresh='t', display=lambda name: name, spell=None, mutable=None):
+            labels=None, fresh='t', display=lambda name: name, spell=None, mutable=None,
+            scan='{0}[{1}]', loop_labels=False):
     """Text for each result of a Derivative: shared and long subexpressions
     bound to names, the rest inlined. One loop over the tape, no recursion
     but once per nested loop (LoopLines). `spell(i, node, arguments)`, if
     given, writes a node the table cannot (an array op's static arguments):
     (text, precedence), or None. `mutable`: the variables a loop may carry
-    under their own name (None: all)."""
+    under their own name (None: all). `scan` writes a loop's slice W[i]
+    (the stacked array's text, the index). `loop_labels`: a result a loop
+    leaves (d_W, stacked) is named by its label there, not bound again."""
     tape = derivative.tape
     nodes = tape.nodes
     order = derivative.reachable()
@@ -341,6 +357,8 @@ def lay_out(derivative, table, number, variable=lambda n: n, reserved=lambda n: 
     for name in tape.inputs:
         variables[name] = names.claim(variable(name))
     labels = labels or [label for label, _ in derivative.results]
+    # (kept for the results: a loop's own d_x, say, is not the result)
+    names.labels = {label for label in labels if not reserved(label)} - set(variables.values())
     result_of = {}
     for (label, ref), wanted in zip(derivative.results, labels):
         if isinstance(ref, Ref) and nodes[ref].op not in ('input', 'const', 'part') \
@@ -351,15 +369,20 @@ def lay_out(derivative, table, number, variable=lambda n: n, reserved=lambda n: 
         texts[ref] = (variables[name], ATOM)
     program_names = {ref: n for ref, n in tape.names.items() if ref in uses or ref in result_of}
     walk = _Walk(table, number, names, spell, display, fresh, mutable,
-                 {ref for _, ref in derivative.results if isinstance(ref, Ref)})
+                 {ref for _, ref in derivative.results if isinstance(ref, Ref)}, scan)
+    # a loop's part that is a result is named by its label where the loop binds it
+    walk.labels = {ref: wanted for (_, ref), wanted in zip(derivative.results, labels)
+                   if isinstance(ref, Ref) and nodes[ref].op == 'part'} if loop_labels else {}
     walk.run(nodes, order, uses, texts, bindings, result_of, program_names)
     results = []
     for (label, ref), wanted in zip(derivative.results, labels):
         text = texts[ref][0] if isinstance(ref, Ref) else number(ref)[0]
         if isinstance(ref, Ref) and ref in result_of and uses.get(ref, 0) and result_of[ref] == wanted:
             results.append((label, None, text))       # already bound under its own name
+        elif ref in walk.labels and text == display(wanted):
+            results.append((label, None, text))       # a loop's, which it leaves so named
         else:
-            results.append((label, display(names.claim(wanted)), text))
+            results.append((label, display(names.claim(wanted, label=True)), text))
     return Printed(bindings, results, variables)
 
 
@@ -381,9 +404,10 @@ def _uses(nodes, order):
 class _Walk:
     """lay_out's walk over a tape, and over each loop's body in turn."""
 
-    def __init__(self, table, number, names, spell, display, fresh, mutable, results):
+    def __init__(self, table, number, names, spell, display, fresh, mutable, results, scan):
         self.table, self.number, self.names, self.spell = table, number, names, spell
         self.display, self.fresh, self.mutable, self.results = display, fresh, mutable, results
+        self.scan, self.labels = scan, {}
 
     def run(self, nodes, order, uses, texts, bindings, result_of, program_names, body=False):
         """Each node's (text, precedence) into texts; the names bound, in
@@ -413,7 +437,7 @@ class _Walk:
             elif (used >= 2 and not (special is not None and text.isidentifier())
                   or len(text) > INLINE or i in result_of):    # a size, n, is never bound
                 wanted = result_of.get(i) or program_names.get(i)
-                name = self.display(self.names.claim(wanted) if wanted else
+                name = self.display(self.names.claim(wanted, label=not body) if wanted else
                                     self.names.fresh(self.fresh))
                 bindings.append(Assign(name, text) if body and i in result_of else (name, text))
                 texts[i] = (name, ATOM)
@@ -445,15 +469,22 @@ class _Walk:
             live |= more
         claim, display = self.names.claim, self.display
         inner = [None] * len(body)
-        index = display(claim(_hint(body[loop.index].name)) if loop.index is not None
-                        else self.names.fresh('i'))
+        own = claim(_hint(body[loop.index].name)) if loop.index is not None \
+            else self.names.fresh('i')
+        index = display(own)
         if loop.index is not None:
             inner[loop.index] = (index, ATOM)
         carried, names = [], {}
         for s, (kind, sid) in enumerate(loop.slots):
             a, text = args[s], texts[args[s]]
             if kind == CARRY and s in live:
-                if self._reusable(nodes[a], a, uses, text, top):
+                leaves = [parts[k] for k, o in enumerate(loop.outputs)
+                          if o == loop.carry[s] and k not in loop.stacked]
+                label = self.labels.get(leaves[0]) if top and leaves else None
+                if label is not None and label in self.names.labels:   # d_x, the result
+                    names[s] = display(claim(label, label=True))
+                    carried.append((names[s], text[0]))
+                elif self._reusable(nodes[a], a, uses, text, top):
                     names[s] = text[0]
                 else:
                     names[s] = display(claim(_hint(body[sid].name)))
@@ -466,18 +497,57 @@ class _Walk:
                     name = display(claim(_hint(body[sid].name)))
                     bindings.append((name, text[0]))
                     inner[sid] = (name, ATOM)
+            elif kind == SCAN and sid in seen:   # W[i]: W bound to a name first
+                if not (text[1] == ATOM and text[0].isidentifier()):
+                    name = display(claim(_hint(body[sid].name.split('[')[0])))
+                    bindings.append((name, text[0]))
+                    text = (name, ATOM)
+                inner[sid] = (self.scan.format(text[0], index), ATOM)
         statements, result_of = [], {}
+        stacked = set(loop.stacked)
         for k in needed:
             o = loop.outputs[k]
-            if o not in slot_of and body[o].op not in ('input', 'const', 'part'):
+            if o not in slot_of and body[o].op not in ('input', 'const', 'part') \
+                    and k not in stacked:
                 result_of.setdefault(o, _hint(loop.names[k]))
         program = {j: _hint(body[j].name) for j in order if body[j].name and body[j].args}
-        bound = self.run(body, order, _uses(body, order), inner, statements, result_of, program,
-                         body=True)
-        declared = [inner[o][0] for o in result_of]
+        body_uses = _uses(body, order)   # a carried or stacked value is read once more
+        for o in [loop.carry[s] for s in live] + [loop.outputs[k] for k in needed
+                                                    if k in stacked]:
+            body_uses[o] = body_uses.get(o, 0) + 1
+        outer = self.spell   # an array speller reads the body's own shapes
+        if hasattr(outer, 'within'):
+            self.spell = outer.within(i)
+        # What reads nothing of an iteration (ones(n), a size) is bound once,
+        # before the loop: a body may not read a size (the language's rule).
+        varies = set()
+        for j in order:
+            if body[j].op in ('input', 'loop', 'part') or any(a in varies for a in body[j].args):
+                varies.add(j)
+        hoisted = {j for j in order if j not in varies and body[j].op not in ('const', 'static')}
+        ends = [o for o in body_uses if o in hoisted and (
+            o in result_of or any(o in body[j].args for j in order if j not in hoisted))]
+        if hoisted:   # (with the constants they read)
+            self.run(body, [j for j in order if j not in varies], body_uses, inner, bindings,
+                     dict.fromkeys(ends), program)
+        bound = self.run(body, [j for j in order if j not in hoisted], body_uses, inner,
+                         statements, result_of, program, body=True)
+        self.spell = outer
+        declared, stacks, states = [inner[o][0] for o in result_of], [], 0
         for k, p in zip(needed, [parts[k] for k in needed]):
             o = loop.outputs[k]
-            if o in slot_of:
+            if k in stacked:   # a row each iteration, before the carried names change
+                label = self.labels.get(p) if top else None   # (the tape's ids, not a body's)
+                name = display(claim(label, label=True) if label in self.names.labels
+                               else claim(_hint(loop.names[k])))
+                if body[o].op == 'input':   # the state it starts from: first
+                    statements.insert(states, Stacked(name, index, inner[o][0]))
+                    states += 1
+                else:
+                    statements.append(Stacked(name, index, inner[o][0]))
+                stacks.append(name)
+                texts[p] = (name, ATOM)
+            elif o in slot_of:
                 texts[p] = (names[slot_of[o]], ATOM)
             elif o in result_of or body[o].op in ('const', 'part'):
                 texts[p] = inner[o]
@@ -487,11 +557,12 @@ class _Walk:
                 declared.append(name)
                 texts[p] = (name, ATOM)
         statements += self._updates(body, order, bound, loop, live, names, inner)
-        if not any(isinstance(s, Assign) or isinstance(s, LoopLines) for s in statements):
+        self.names.taken.discard(own)   # an index is the loop's own: the next may take it
+        if not any(isinstance(s, (Assign, LoopLines, Stacked)) for s in statements):
             bindings.extend(carried)     # nothing changes: the values it starts from
             return
         bindings.append(LoopLines(index, loop.first, loop.first + loop.count, carried, declared,
-                                  statements, loop.reverse))
+                                  statements, loop.reverse, tuple(stacks)))
 
     def _reusable(self, node, a, uses, text, top):
         """Whether a carried value may take the name of the value it starts
@@ -579,7 +650,8 @@ class LoopForms(NamedTuple):
     """How a language writes statements: a binding, an assignment, a name a
     loop changes (with its start), one it binds for after it, a loop's head
     (index, first, stop), the head of one whose index runs down, its end,
-    and its indent."""
+    its indent; a slice W[i] as it reads (`scan`), and a stacked array's
+    row, what makes it before the loop and what it is after it."""
     binding: str
     assign: str
     carried: str
@@ -588,6 +660,10 @@ class LoopForms(NamedTuple):
     head_down: str
     end: str
     indent: str = '    '
+    stack_row: str = '{0}[{1}] = {2}'
+    stack_open: str = ''
+    stack_close: str = ''
+    stack_close_down: str = ''
 
 
 ADGRAD_LOOPS = LoopForms('{0} = {1}', '{0} = {1}', '{0} = {1}', '', 'for {0} in {1}..{2} {{',
@@ -603,22 +679,29 @@ C_LOOPS = LoopForms('const double {0} = {1};', '{0} = {1};', 'double {0} = {1};'
 def statements(bindings, forms, indent=''):
     """Lines of lay_out's bindings in a language's `forms`; a loop's body
     one indent in (nested loops: a stack, not recursion)."""
-    lines, stack = [], [(iter(bindings), indent)]
+    lines, stack = [], [(iter(bindings), indent, None)]
     while stack:
-        entries, at = stack[-1]
+        entries, at, loop = stack[-1]
         entry = next(entries, None)
         if entry is None:
             stack.pop()
             if stack and forms.end:
                 lines.append(stack[-1][1] + forms.end.format())
+            close = forms.stack_close_down if loop and loop.reverse else forms.stack_close
+            if stack and close:
+                lines += [stack[-1][1] + close.format(n) for n in loop.stacks]
             continue
         if isinstance(entry, LoopLines):
             lines += [at + forms.carried.format(n, t) for n, t in entry.carried]
             if forms.declared:
                 lines += [at + forms.declared.format(n) for n in entry.declared]
+            if forms.stack_open:
+                lines += [at + forms.stack_open.format(n) for n in entry.stacks]
             head = forms.head_down if entry.reverse else forms.head
             lines.append(at + head.format(entry.index, entry.first, entry.stop))
-            stack.append((iter(entry.body), at + forms.indent))
+            stack.append((iter(entry.body), at + forms.indent, entry))
+        elif isinstance(entry, Stacked):
+            lines.append(at + forms.stack_row.format(*entry))
         else:
             form = forms.assign if isinstance(entry, Assign) else forms.binding
             lines.append(at + form.format(*entry))
