@@ -292,6 +292,11 @@ def test_a_subscripts_gradient_reads_back_as_rows_of_the_identity(source):
     ('input A[2, 2], g[2]; sum(2*g*sum(A, 0))', 'A'),
     # P - P.T is antisymmetric, not symmetric: its transpose is not itself
     ('input P[3, 3], x[3]; sum(((P - P.T).T @ x)^2)', 'x'),
+    # max over an axis printed as max(A, 0), the elementwise maximum
+    ('input A[3, 3]; sum(tanh(max(A, axis=0))) + sum(min(A, axis=1)^2)', 'A'),
+    # an array constant taken for a number by the scalar rules
+    ('input x[2], c = 0.5; sum(if(c > 0, x, ones(2))*2)', 'x'),
+    ('input x[2]; sum((ones(2, 2)*0.5 @ x)^2)', 'x'),
 ])
 def test_formulas_the_fuzzer_found_wrong_read_back_to_grads_numbers(source, wrt, run_cli,
                                                                      tmp_path):

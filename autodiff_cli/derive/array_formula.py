@@ -130,8 +130,9 @@ class Shapes(Tape):
         """For simplify.py, a constant's number or None; for the array rules
         (through `point`), GENERAL: so both read their own meaning."""
         if type(x) is Ref:
-            node = self.nodes[x]
-            return node.value if node.op == 'const' else None
+            node = self.nodes[x]   # (an array constant, ones(2), is not a number)
+            return node.value if node.op == 'const' and not getattr(node.value, 'ndim', 0) \
+                else None
         return x if isinstance(x, float) else None
 
     def count(self, sizes):

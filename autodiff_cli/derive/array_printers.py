@@ -116,7 +116,10 @@ class Speller:
 
     def reduction(self, op, node, arguments, default):
         value = self.static(node.args[1])
-        texts = [arguments[0][0]] + ([] if value == default else [self.number(value)])
+        axis = self.number(value)
+        if op in _NAMES:   # max(A, 0) is the elementwise maximum: max(A, axis=0) reduces
+            axis = f'axis={axis}'
+        texts = [arguments[0][0]] + ([] if value == default else [axis])
         return self.call(_NAMES.get(op, op), texts)
 
     def many(self, op, node, arguments):
