@@ -48,6 +48,27 @@ PROGRAMS = {
     'ones of sizes in the body': 'input W[N, n, n], x[n]\nfor i in 0..N {\n'
                                  '    x = x + sum(W[i]) * x\n}\nsum(x)',
     'a scaled sum': 'input A[2, 2], y[2]\nfor i in 0..N {\n    y = y + 2*sum(A, 0)\n}\nsum(y)',
+    # and what a second campaign found (2,246 programs), C's most of all: a copy
+    # of a carried x, a slice or a constant read after the loop, upper-case
+    # names, softplus's and gelu's own derivatives, s = s, unused cotangents
+    'a copy of a carried value': 'input x[3]\nfor i in 0..N {\n    z = x\n    x = 2*x\n}\n'
+                                 'sum(z^2) + sum(x)',
+    'a slice read after the loop': 'input T[N, 3], x[3]\nfor i in 0..N {\n    z = T[i]\n}\n'
+                                   'for i in 0..2 {\n    x = sin(x + z)\n}\nsum(x)',
+    'a constant left by the loop': 'input x[2]\nfor i in 0..N {\n    z = ones(2)\n'
+                                   '    x = sin(x)\n}\nsum(z) + sum(x)',
+    'nothing of the arguments': 'input x[2]\nfor i in 0..N {\n    x = ones(2)*i\n'
+                                '    z = sum(x)\n}\nz',
+    'softplus and gelu': 'input x[2]\nfor i in 0..N {\n    x = softplus(x) - gelu(x)\n}\nsum(x)',
+    'upper-case names': 'input X[2]\nS = 0\nfor i in 0..N {\n    X = sin(X)\n'
+                        '    S = S + sum(X)\n}\nS',
+    'names carried unchanged': 'input x[2], c = 0.3\ns = c\nr = 0\nfor i in 0..N {\n'
+                               '    X[i] = x*s\n    s = s\n    r = r\n}\nsum(X) + s + r',
+    'a branch of zeros': 'input x[2]\nfor i in 0..N {\n    x = if(x > 0, zeros(2), ones(2))\n'
+                         '    z = sum(x)\n}\nz',
+    'constants of an inner loop': 'input x[2]\nfor i in 0..N {\n    for t in 0..1 {\n'
+                                  '        z = sum(ones(2, 2) + sum(eye(2), 1), 0)\n    }\n}\n'
+                                  'sum(z) + sum(x)',
 }
 
 

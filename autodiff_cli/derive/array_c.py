@@ -226,7 +226,7 @@ _REDUCTIONS = ('sum', 'mean', 'prod', 'amax', 'amin', 'logsumexp', 'softmax', 'o
 ELEMENTWISE = frozenset(C) | {'broadcast_to'}
 
 
-_MATRIX = re.compile(r'[A-Z][0-9]*')
+_MATRIX = re.compile(r'[A-Z][0-9]*(_[0-9]*)?')   # (X_, X_1: the names a second X takes)
 
 
 def _reserved(name):
@@ -323,6 +323,7 @@ class CArrays:
 
     def read(self, a, loop):
         """Node a's entry within a loop over `loop`, as (text, precedence)."""
+        a = self.alias.get(a, a)
         if a in self.text:
             return self.text[a]
         return f'{self.storage[a]}[{self.at(self.shape(a), loop)}]', ATOM
@@ -555,12 +556,27 @@ class CArrays:
         keep = [o for o in loop.outputs] + [c for c in loop.carry if c is not None]
         order = reachable(body.nodes, keep)
         self.plan_body(order, keep)
+        before = len(self.buffers)
         self.walk(order)
+        own = {name for name, _ in self.buffers[before:]}
+        # An array the last iteration leaves is read after the loop from a
+        # buffer of the body's own; one that is a slot's (a carried x, a slice
+        # W[i]) or a constant is copied to one, before the carried values change.
+        for k, o in enumerate(loop.outputs):
+            if k not in stacks and k not in left and o not in carried \
+                    and self.storage.get(self.alias.get(o, o)) not in own:
+                shape = self.shape(o)
+                left_array = self.names.claim(loop.names[k].split('#')[0])
+                self.buffers.append((left_array, self.count(shape)))
+                self.lines += self.loops(shape, f'{left_array}[{self.at(shape, shape)}] = '
+                                                f'{self.read(o, shape)[0]};')
+                self.storage[self.alias.get(o, o)] = left_array
         self.rows(loop, stacks, index)
         self.lines += [f'    {name} = {self.read(loop.outputs[k], ())[0]};'
                        for k, name in left.items()]
         self.carry_over(loop, state)
-        lines, body_storage = self.lines, self.storage
+        lines, body_storage = self.lines, {o: self.storage.get(self.alias.get(o, o))
+                                           for o in loop.outputs}
         (self.tape, self.text, self.storage, self.lines, self.alias, self.uses, self.user,
          self.results, self.outputs) = saved
         stop = loop.first + loop.count
@@ -575,7 +591,7 @@ class CArrays:
                 self.storage[part] = stacks[k]
             elif k in left:
                 self.text[part] = (left[k], ATOM)
-            elif o not in carried:   # an array the last iteration leaves in its buffer
+            elif o not in carried:   # an array the last iteration leaves in a buffer
                 self.storage[part] = body_storage[o]
             elif sub.shape(Ref(o)):
                 self.storage[part] = state[carried[o]]
@@ -611,11 +627,15 @@ class CArrays:
         nodes = self.tape.nodes
         self.alias, self.uses, self.user, self.outputs = {}, {}, {}, {}
         for i in order:
+            if nodes[i].op == 'custom':   # (as in plan: a declared derivative is its body)
+                self.alias[i] = self.alias.get(nodes[i].args[0], nodes[i].args[0])
+                continue
             for a in nodes[i].args:
+                a = self.alias.get(a, a)
                 if nodes[a].op != 'static':
                     self.uses[a] = self.uses.get(a, 0) + 1
                     self.user[a] = i
-        self.results = {o: 1 for o in keep}
+        self.results = {self.alias.get(o, o): 1 for o in keep}
 
     def rows(self, loop, stacks, index):
         """Each stacked output's row of this iteration: X[i] = value."""

@@ -182,8 +182,13 @@ def backward(tape, loop, recorded, cotangents, replay, point):
         part_names.append(name)
         shapes.append(shape)
 
+    passed = {}
     for j, at in carried.items():
         slots[at][3] = cotangent(j)
+        if slots[at][3] == slots[at][1]:   # s = s: its cotangent passes through unchanged
+            slots[at] = [FREE, slots[at][1], slots[at][2], None]
+            passed[j] = slots[at][2]
+            continue
         output(j, slots[at][3], sub.nodes[slots[at][1]].name, declared[names[j]])
     for j, ((kind, sid), name) in enumerate(zip(loop.slots, names)):
         if kind == FREE and grads[sid] is not None:   # read every iteration: its shares add up
@@ -194,14 +199,18 @@ def backward(tape, loop, recorded, cotangents, replay, point):
         elif kind == SCAN:   # d_W[i] = ...: each slice's cotangent, stacked
             stacked.append(len(outputs))
             output(j, cotangent(j), 'd_' + name.split('[')[0], (count,) + declared[name])
-    # a slot nothing reads (the state of an s whose cotangent is d_s alone) goes
-    read = set(reachable(sub.nodes, outputs))
-    kept = [k for k, s in enumerate(slots) if s[0] == CARRY or s[1] in read]
+    if not outputs:   # what reaches the loop depends on none of its arguments
+        return [passed.get(j) for j in range(len(loop.slots))], [True] * len(loop.slots)
+    # A slot nothing reads goes (the state of an s whose cotangent is d_s
+    # alone; the d_z of a z that reads no argument), but for one that carries
+    # a result (d_x, d_A).
+    read, results = set(reachable(sub.nodes, outputs)), set(outputs)
+    kept = [k for k, s in enumerate(slots) if s[1] in read or s[0] == CARRY and s[3] in results]
     slots = [slots[k] for k in kept]
     index = sub.inputs[index_name] if index_name is not None else None
     reverse = Loop(_graph(sub, outputs[-1]), loop.first, count, index,
                    tuple((s[0], s[1]) for s in slots), tuple(s[3] for s in slots),
                    tuple(outputs), tuple(part_names), tuple(stacked), not loop.reverse)
     parts = _emit(tape, reverse, [s[2] for s in slots], shapes, sub)
-    result = [parts[given[j]] if j in given else None for j in range(len(loop.slots))]
+    result = [parts[given[j]] if j in given else passed.get(j) for j in range(len(loop.slots))]
     return result, [True] * len(result)

@@ -559,7 +559,8 @@ class _Walk:
         statements += self._updates(body, order, bound, loop, live, names, inner)
         self.names.taken.discard(own)   # an index is the loop's own: the next may take it
         if not any(isinstance(s, (Assign, LoopLines, Stacked)) for s in statements):
-            bindings.extend(carried)     # nothing changes: the values it starts from
+            # nothing changes: the values it starts from, and what an inner loop bound once
+            bindings.extend(carried + statements)
             return
         bindings.append(LoopLines(index, loop.first, loop.first + loop.count, carried, declared,
                                   statements, loop.reverse, tuple(stacks)))
