@@ -297,6 +297,7 @@ def test_a_subscripts_gradient_reads_back_as_rows_of_the_identity(source):
     # an array constant taken for a number by the scalar rules
     ('input x[2], c = 0.5; sum(if(c > 0, x, ones(2))*2)', 'x'),
     ('input x[2]; sum((ones(2, 2)*0.5 @ x)^2)', 'x'),
+    ('input x[3]; sum((ones(3)*0.5 + zeros(3)*0.5) * x)', 'x'),
 ])
 def test_formulas_the_fuzzer_found_wrong_read_back_to_grads_numbers(source, wrt, run_cli,
                                                                      tmp_path):

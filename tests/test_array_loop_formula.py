@@ -66,6 +66,9 @@ PROGRAMS = {
                                '    X[i] = x*s\n    s = s\n    r = r\n}\nsum(X) + s + r',
     'a branch of zeros': 'input x[2]\nfor i in 0..N {\n    x = if(x > 0, zeros(2), ones(2))\n'
                          '    z = sum(x)\n}\nz',
+    'names nothing reads after the loop': 'input x[2]\ns = 0\nfor i in 0..N {\n'
+                                          '    s = tanh(0.5*s + i)\n    w = sum(x)\n'
+                                          '    z = if(s > 0.1, x, 2*x)\n}\nmean(z^3)',
     'constants of an inner loop': 'input x[2]\nfor i in 0..N {\n    for t in 0..1 {\n'
                                   '        z = sum(ones(2, 2) + sum(eye(2), 1), 0)\n    }\n}\n'
                                   'sum(z) + sum(x)',

@@ -527,9 +527,16 @@ class CArrays:
         body, sub = loop.body, tape.bodies[i]
         index = self.names.claim(body.nodes[loop.index].name.split('#')[0]
                                  if loop.index is not None else 'i')
+        # what is read after the loop (parts follow their loop node), all else unwritten
+        read = {k for k in range(len(loop.outputs))
+                if self.uses.get(i + 1 + k) or self.results.get(i + 1 + k)}
+        carried = {out: j for j, out in enumerate(loop.carry) if out is not None}
+        keep, live = self._live(loop, read, carried)
         text, storage, state = {}, {}, {}
         for j, (kind, sid) in enumerate(loop.slots):
             a, shape = args[j], sub.shape(Ref(sid))
+            if j not in live:
+                continue
             if kind == FREE:
                 (text if a in self.text else storage)[sid] = self.read_whole(a)
             elif kind == SCAN:
@@ -541,19 +548,17 @@ class CArrays:
             else:
                 state[j] = self.carried(a, shape, body.nodes[sid].name)
                 (storage if shape else text)[sid] = state[j] if shape else (state[j], ATOM)
-        stacks = {k: self.stack_buffer(loop, k, sub) for k in loop.stacked}
-        carried = {out: j for j, out in enumerate(loop.carry) if out is not None}
+        stacks = {k: self.stack_buffer(loop, k, sub) for k in loop.stacked if k in read}
         # a number the last iteration leaves: a variable outside the loop's scope
         left = {k: self.names.claim(loop.names[k].split('#')[0])
                 for k, o in enumerate(loop.outputs)
-                if k not in stacks and o not in carried and not sub.shape(Ref(o))}
+                if k in read and k not in stacks and o not in carried and not sub.shape(Ref(o))}
         self.lines += [f'    double {name} = 0.0;' for name in left.values()]
         saved = (self.tape, self.text, self.storage, self.lines, self.alias, self.uses,
                  self.user, self.results, self.outputs)
         self.tape, self.text, self.storage, self.lines = sub, text, storage, []
         if loop.index is not None:
             self.text[loop.index] = (f'(double){index}', ATOM)
-        keep = [o for o in loop.outputs] + [c for c in loop.carry if c is not None]
         order = reachable(body.nodes, keep)
         self.plan_body(order, keep)
         before = len(self.buffers)
@@ -563,7 +568,7 @@ class CArrays:
         # buffer of the body's own; one that is a slot's (a carried x, a slice
         # W[i]) or a constant is copied to one, before the carried values change.
         for k, o in enumerate(loop.outputs):
-            if k not in stacks and k not in left and o not in carried \
+            if k in read and k not in stacks and k not in left and o not in carried \
                     and self.storage.get(self.alias.get(o, o)) not in own:
                 shape = self.shape(o)
                 left_array = self.names.claim(loop.names[k].split('#')[0])
@@ -587,6 +592,8 @@ class CArrays:
         self.names.taken.discard(index)   # the loop's own: the next may take it
         for k, o in enumerate(loop.outputs):
             part = i + 1 + k
+            if k not in read:
+                continue
             if k in stacks:
                 self.storage[part] = stacks[k]
             elif k in left:
@@ -597,6 +604,22 @@ class CArrays:
                 self.storage[part] = state[carried[o]]
             else:
                 self.text[part] = (state[carried[o]], ATOM)
+
+    @staticmethod
+    def _live(loop, read, carried):
+        """What the body computes (the parts read after it, the next values
+        of the slots it reads) and the slots it reads: a carried value read
+        by nothing, its own next value only, is not written at all."""
+        live = {j for j, (kind, _) in enumerate(loop.slots) if kind != CARRY}
+        live |= {carried[loop.outputs[k]] for k in read if loop.outputs[k] in carried}
+        while True:
+            keep = [loop.outputs[k] for k in sorted(read)] + [loop.carry[j] for j in sorted(live)
+                                                              if loop.carry[j] is not None]
+            order = set(reachable(loop.body.nodes, keep))
+            more = {j for j, (kind, sid) in enumerate(loop.slots) if sid in order} - live
+            if not more:
+                return keep, live
+            live |= more
 
     def read_whole(self, a):
         """What node a is, as the tape around a loop holds it: its text or buffer."""
@@ -655,7 +678,7 @@ class CArrays:
         updates = []
         for j, out in enumerate(loop.carry):
             sid = loop.slots[j][1]
-            if out is None or out == sid:
+            if out is None or out == sid or j not in state:
                 continue
             shape = self.shape(out)
             if not shape:

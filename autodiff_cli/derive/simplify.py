@@ -128,9 +128,14 @@ def _scaled(nodes, x):
         node = nodes[x]
     if node.op == 'mul':
         c = nodes[node.args[0]]
-        if c.op == 'const':
+        if _is_number(c):
             return sign * c.value, node.args[1]
     return sign, x
+
+
+def _is_number(node):
+    # (an array program's constant may be an array, ones(3): not a factor c)
+    return node.op == 'const' and not getattr(node.value, 'ndim', 0)
 
 
 def _factor_pair(nodes, c, x):
@@ -142,7 +147,7 @@ def _factor_pair(nodes, c, x):
         return None
     first, second = node.args
     inner = nodes[first]
-    if inner.op == 'mul' and nodes[inner.args[0]].op == 'const':    # (c'*p)*q
+    if inner.op == 'mul' and _is_number(nodes[inner.args[0]]):    # (c'*p)*q
         p = inner.args[1]
         return c * nodes[inner.args[0]].value, frozenset((p, second)), (p, second)
     return c, frozenset((first, second)), (first, second)
