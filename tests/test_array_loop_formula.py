@@ -69,6 +69,15 @@ PROGRAMS = {
     'names nothing reads after the loop': 'input x[2]\ns = 0\nfor i in 0..N {\n'
                                           '    s = tanh(0.5*s + i)\n    w = sum(x)\n'
                                           '    z = if(s > 0.1, x, 2*x)\n}\nmean(z^3)',
+    # (and, from a third run, arguments of slots no read part needs: declared, unread)
+    'a later loop reads it for nothing': 'input x[2]\ns = 0\nfor i in 0..N {\n'
+                                         '    s = sin(sum(x) * i)\n    z = ones(2, 2)\n}\n'
+                                         'for i in 0..2 {\n    for t in 0..1 {\n'
+                                         '        X[t] = s\n        Y[t] = z @ x\n    }\n'
+                                         '    x = 0.5*x\n}\nsum(x)',
+    'a cotangent for no variable': 'input V[n, n]\nJ = ones(n, n)\nI = eye(n)\n'
+                                   'for i in 0..N {\n    s = max(if(i >= 2, I, J), axis=0)[0]\n'
+                                   '    V = V @ J\n}\ns^2',
     'constants of an inner loop': 'input x[2]\nfor i in 0..N {\n    for t in 0..1 {\n'
                                   '        z = sum(ones(2, 2) + sum(eye(2), 1), 0)\n    }\n}\n'
                                   'sum(z) + sum(x)',
@@ -160,3 +169,12 @@ def test_the_printed_c_compiles_and_gives_grads_numbers(name, tmp_path):
 def test_latex_and_second_orders_of_array_loops_say_so_in_one_line(flags, run_cli):
     code, out, err = run_cli('diff', PROGRAMS['layers'].replace('N', '3'), *flags)
     assert (code, out) == (2, '') and len(err.splitlines()) == 1 and 'adgrad' in err, err
+
+
+def test_a_value_whose_cotangent_reaches_no_variable_is_not_computed_for_it():
+    # s's cotangent reaches J and I only, constants: d_V needs the reverse loop
+    # alone, not the forward loop that would recompute s for it
+    source = PROGRAMS['a cotangent for no variable'].replace('N', '3').replace('s^2', 's^2 + sum(V)')
+    text = array_derivative_text(lower(source), ['V'])
+    assert [line for line in text.splitlines() if line.startswith('for ')] == \
+        ['for i in reversed(0..3) {'], text

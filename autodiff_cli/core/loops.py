@@ -308,7 +308,7 @@ def vjp(loop, run_, cotangents, algebra, sweep, live=None, wanted=None, each=Non
     t passed back to each slot (a picture's steps)."""
     own = getattr(algebra, 'loop_vjp', None)
     if own is not None:   # a formula's (derive/array_loops.py): recorded as one loop
-        return own(loop, run_, cotangents)
+        return own(loop, run_, cotangents, wanted)
     body, slots, count = loop.body, loop.slots, loop.count
     add = algebra.add
     carried, carried_rows = [None] * len(slots), [True] * len(slots)

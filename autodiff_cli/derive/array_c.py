@@ -16,7 +16,6 @@ from ..errors import AdgradError
 from . import printers
 from .array_formula import declared_shapes, result_shape
 from .printers import C, C_HELPERS, Names, c_number, c_safe
-from .record import reachable
 from .simplify import Ref
 
 # ---- the helpers: one loop each over flat buffers; an axis of reduction is
@@ -368,7 +367,9 @@ class CArrays:
 
     def emit(self):
         """The function's statements, node by node in tape order."""
-        order = self.derivative.reachable()
+        order = _reached(self.tape.nodes, [r for _, r in self.derivative.results
+                                           if type(r) is Ref])
+        self.reached = set(order)
         self.plan(order)
         self.walk(order)
         return self.finish()
@@ -528,10 +529,9 @@ class CArrays:
         index = self.names.claim(body.nodes[loop.index].name.split('#')[0]
                                  if loop.index is not None else 'i')
         # what is read after the loop (parts follow their loop node), all else unwritten
-        read = {k for k in range(len(loop.outputs))
-                if self.uses.get(i + 1 + k) or self.results.get(i + 1 + k)}
+        read = {k for k in range(len(loop.outputs)) if i + 1 + k in self.reached}
         carried = {out: j for j, out in enumerate(loop.carry) if out is not None}
-        keep, live = self._live(loop, read, carried)
+        keep, live = _live(loop, read, carried)
         text, storage, state = {}, {}, {}
         for j, (kind, sid) in enumerate(loop.slots):
             a, shape = args[j], sub.shape(Ref(sid))
@@ -555,11 +555,12 @@ class CArrays:
                 if k in read and k not in stacks and o not in carried and not sub.shape(Ref(o))}
         self.lines += [f'    double {name} = 0.0;' for name in left.values()]
         saved = (self.tape, self.text, self.storage, self.lines, self.alias, self.uses,
-                 self.user, self.results, self.outputs)
+                 self.user, self.results, self.outputs, self.reached)
         self.tape, self.text, self.storage, self.lines = sub, text, storage, []
         if loop.index is not None:
             self.text[loop.index] = (f'(double){index}', ATOM)
-        order = reachable(body.nodes, keep)
+        order = _reached(body.nodes, keep)
+        self.reached = set(order)
         self.plan_body(order, keep)
         before = len(self.buffers)
         self.walk(order)
@@ -583,7 +584,7 @@ class CArrays:
         lines, body_storage = self.lines, {o: self.storage.get(self.alias.get(o, o))
                                            for o in loop.outputs}
         (self.tape, self.text, self.storage, self.lines, self.alias, self.uses, self.user,
-         self.results, self.outputs) = saved
+         self.results, self.outputs, self.reached) = saved
         stop = loop.first + loop.count
         self.lines.append(f'    for (long {index} = {stop - 1}; {index} >= {loop.first}; '
                           f'{index}--) {{' if loop.reverse else
@@ -604,22 +605,6 @@ class CArrays:
                 self.storage[part] = state[carried[o]]
             else:
                 self.text[part] = (state[carried[o]], ATOM)
-
-    @staticmethod
-    def _live(loop, read, carried):
-        """What the body computes (the parts read after it, the next values
-        of the slots it reads) and the slots it reads: a carried value read
-        by nothing, its own next value only, is not written at all."""
-        live = {j for j, (kind, _) in enumerate(loop.slots) if kind != CARRY}
-        live |= {carried[loop.outputs[k]] for k in read if loop.outputs[k] in carried}
-        while True:
-            keep = [loop.outputs[k] for k in sorted(read)] + [loop.carry[j] for j in sorted(live)
-                                                              if loop.carry[j] is not None]
-            order = set(reachable(loop.body.nodes, keep))
-            more = {j for j, (kind, sid) in enumerate(loop.slots) if sid in order} - live
-            if not more:
-                return keep, live
-            live |= more
 
     def read_whole(self, a):
         """What node a is, as the tape around a loop holds it: its text or buffer."""
@@ -923,3 +908,43 @@ def c_formula(derivative, graph):
         lines.append(f'    free({writer.work});')
     lines += ['    return 0;', '}']
     return '\n'.join(lines) + '\n'
+
+
+def _live(loop, read, carried):
+    """What a loop's body computes (the parts `read` after it, the next
+    values of the slots it reads) and the slots it reads: a carried value
+    read by nothing but its own next value is not written at all."""
+    live = {carried[loop.outputs[k]] for k in read if loop.outputs[k] in carried}
+    while True:
+        keep = [loop.outputs[k] for k in sorted(read)] + [loop.carry[j] for j in sorted(live)
+                                                          if loop.carry[j] is not None]
+        order = set(_reached(loop.body.nodes, keep))
+        more = {j for j, (kind, sid) in enumerate(loop.slots) if sid in order} - live
+        if not more:
+            return keep, live
+        live |= more
+
+
+def _reached(nodes, roots):
+    """Ids of the nodes `roots` depend on, in tape order: as record.reachable,
+    but a loop depends on the arguments of the slots its read parts need
+    only, so that C declares nothing it never reads (-Wall -Werror). (It
+    and _live recurse once per nested loop: MAX_NESTING deep at most.)"""
+    needed = bytearray(len(nodes))
+    for r in roots:
+        needed[r] = 1
+    for i in range(len(nodes) - 1, -1, -1):   # (arguments come before their node)
+        if not needed[i]:
+            continue
+        node = nodes[i]
+        if node.op == 'loop':
+            loop = node.value
+            read = {k for k in range(len(loop.outputs)) if needed[i + 1 + k]}
+            carried = {out: j for j, out in enumerate(loop.carry) if out is not None}
+            _, live = _live(loop, read, carried)
+            args = [node.args[j] for j in sorted(live)]
+        else:   # (a declared derivative's node is its body's value)
+            args = node.args[:1] if node.op == 'custom' else node.args
+        for a in args:
+            needed[a] = 1
+    return [i for i in range(len(nodes)) if needed[i]]

@@ -229,10 +229,10 @@ class _Point:
         self.branches = tape.branches
         self.wanted = None
 
-    def loop_vjp(self, loop, recorded, cotangents):
+    def loop_vjp(self, loop, recorded, cotangents, wanted):
         """A loop's backward pass, recorded as one loop (loops.vjp asks)."""
         from .array_loops import backward
-        return backward(self.tape, loop, recorded, cotangents, replay_arrays, _Point)
+        return backward(self.tape, loop, recorded, cotangents, replay_arrays, _Point, wanted)
 
     def value(self, x):
         return x if isinstance(x, float) else GENERAL

@@ -106,10 +106,13 @@ def record(tape, loop, args, replay):
                     list(args))
 
 
-def backward(tape, loop, recorded, cotangents, replay, point):
+def backward(tape, loop, recorded, cotangents, replay, point, wanted=None):
     """The cotangents of the loop node's arguments, given its parts' (None
     where none arrives), recorded on `tape` as one loop in reverse: (the
-    cotangents, all rows exact)."""
+    cotangents, all rows exact). `wanted`: per argument, whether its
+    cotangent can reach a gradient (None: all); the others' are not made."""
+    if wanted is None:
+        wanted = [True] * len(loop.slots)
     from ..core.passes import sweep
     body, names, count = loop.body, _slot_names(loop), loop.count
     for j, (kind, _) in enumerate(loop.slots):
@@ -189,8 +192,11 @@ def backward(tape, loop, recorded, cotangents, replay, point):
             slots[at] = [FREE, slots[at][1], slots[at][2], None]
             passed[j] = slots[at][2]
             continue
-        output(j, slots[at][3], sub.nodes[slots[at][1]].name, declared[names[j]])
+        if wanted[j]:   # (one that is not is still carried, if another reads it)
+            output(j, slots[at][3], sub.nodes[slots[at][1]].name, declared[names[j]])
     for j, ((kind, sid), name) in enumerate(zip(loop.slots, names)):
+        if not wanted[j]:
+            continue
         if kind == FREE and grads[sid] is not None:   # read every iteration: its shares add up
             total = new_input('d_' + name.rstrip("'"), declared[name])
             slots.append((CARRY, total, tape.fit(0.0, declared[name]),
@@ -201,12 +207,19 @@ def backward(tape, loop, recorded, cotangents, replay, point):
             output(j, cotangent(j), 'd_' + name.split('[')[0], (count,) + declared[name])
     if not outputs:   # what reaches the loop depends on none of its arguments
         return [passed.get(j) for j in range(len(loop.slots))], [True] * len(loop.slots)
-    # A slot nothing reads goes (the state of an s whose cotangent is d_s
-    # alone; the d_z of a z that reads no argument), but for one that carries
-    # a result (d_x, d_A).
-    read, results = set(reachable(sub.nodes, outputs)), set(outputs)
-    kept = [k for k, s in enumerate(slots) if s[1] in read or s[0] == CARRY and s[3] in results]
-    slots = [slots[k] for k in kept]
+    # A slot goes unless it carries a result (d_x, d_A) or what is computed
+    # reads it: so the state of an s whose cotangent is d_s alone goes, and
+    # the d_z of a z that reads no argument.
+    results = set(outputs)
+    kept = {k for k, s in enumerate(slots) if s[0] == CARRY and s[3] in results}
+    while True:
+        read = set(reachable(sub.nodes, outputs + [slots[k][3] for k in kept
+                                                   if slots[k][3] is not None]))
+        more = {k for k, s in enumerate(slots) if s[1] in read} - kept
+        if not more:
+            break
+        kept |= more
+    slots = [slots[k] for k in sorted(kept)]
     index = sub.inputs[index_name] if index_name is not None else None
     reverse = Loop(_graph(sub, outputs[-1]), loop.first, count, index,
                    tuple((s[0], s[1]) for s in slots), tuple(s[3] for s in slots),
