@@ -78,6 +78,9 @@ PROGRAMS = {
     'a cotangent for no variable': 'input V[n, n]\nJ = ones(n, n)\nI = eye(n)\n'
                                    'for i in 0..N {\n    s = max(if(i >= 2, I, J), axis=0)[0]\n'
                                    '    V = V @ J\n}\ns^2',
+    'a number an inner loop leaves': 'input T[N, 3]\nfor i in 0..N {\n    S = T[i]\n'
+                                     '    for t in 0..3 {\n        z = 1.5\n        w = S[t]\n'
+                                     '    }\n}\nz + sum(T)',
     'constants of an inner loop': 'input x[2]\nfor i in 0..N {\n    for t in 0..1 {\n'
                                   '        z = sum(ones(2, 2) + sum(eye(2), 1), 0)\n    }\n}\n'
                                   'sum(z) + sum(x)',

@@ -141,7 +141,7 @@ def backward(tape, loop, recorded, cotangents, replay, point, wanted=None):
     slots = [(SCAN if kind != FREE else FREE, sub.inputs[name],
               recorded.states[j] if kind == CARRY else recorded.args[j], None)
              for j, ((kind, _), name) in enumerate(zip(loop.slots, names))]
-    seeds, carried = {}, {}
+    seeds, carried, spent = {}, {}, set()
     for j, ((kind, _), name) in enumerate(zip(loop.slots, names)):
         if kind == CARRY:   # its cotangent, carried from the last iteration down
             g = new_input('d_' + name.rstrip("'"), declared[name])
@@ -157,6 +157,7 @@ def backward(tape, loop, recorded, cotangents, replay, point, wanted=None):
             # cotangent reaches that iteration only, then is spent
             shape = sub.shape(values[o])
             g = new_input('d_' + loop.names[k], shape)
+            spent.add(len(slots))   # (its next value, 0, carries no result)
             slots.append((CARRY, g, cotangents[k], sub.ref(sub.fit(0.0, shape))))
             seeds[o] = g if o not in seeds else sub.add(seeds[o], g)
     for k in loop.stacked:
@@ -211,7 +212,8 @@ def backward(tape, loop, recorded, cotangents, replay, point, wanted=None):
     # reads it: so the state of an s whose cotangent is d_s alone goes, and
     # the d_z of a z that reads no argument.
     results = set(outputs)
-    kept = {k for k, s in enumerate(slots) if s[0] == CARRY and s[3] in results}
+    kept = {k for k, s in enumerate(slots) if s[0] == CARRY and s[3] in results
+            and k not in spent}
     while True:
         read = set(reachable(sub.nodes, outputs + [slots[k][3] for k in kept
                                                    if slots[k][3] is not None]))
