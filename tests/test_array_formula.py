@@ -298,6 +298,8 @@ def test_a_subscripts_gradient_reads_back_as_rows_of_the_identity(source):
     ('input x[2], c = 0.5; sum(if(c > 0, x, ones(2))*2)', 'x'),
     ('input x[2]; sum((ones(2, 2)*0.5 @ x)^2)', 'x'),
     ('input x[3]; sum((ones(3)*0.5 + zeros(3)*0.5) * x)', 'x'),
+    # a row of a stack of matrices, which --lang adgrad refused
+    ('input A[2, 3, 4]; sum(A[1]^2) + sum(A[-2] * A[1])', 'A'),
 ])
 def test_formulas_the_fuzzer_found_wrong_read_back_to_grads_numbers(source, wrt, run_cli,
                                                                      tmp_path):

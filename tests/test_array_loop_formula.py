@@ -81,6 +81,8 @@ PROGRAMS = {
     'a number an inner loop leaves': 'input T[N, 3]\nfor i in 0..N {\n    S = T[i]\n'
                                      '    for t in 0..3 {\n        z = 1.5\n        w = S[t]\n'
                                      '    }\n}\nz + sum(T)',
+    'a row of a stack of matrices': 'input x[3], b[N, 3]\nfor i in 0..N {\n'
+                                    '    X[i] = outer(x, b[i])\n}\nsum(X[1]^2) + sum(X[-1])',
     'constants of an inner loop': 'input x[2]\nfor i in 0..N {\n    for t in 0..1 {\n'
                                   '        z = sum(ones(2, 2) + sum(eye(2), 1), 0)\n    }\n}\n'
                                   'sum(z) + sum(x)',

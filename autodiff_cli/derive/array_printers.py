@@ -166,10 +166,18 @@ class Speller:
         """g placed at key in zeros of shape, as products with rows of the
         identity: g*eye(n)[k], eye(n)[1:3].T @ g, outer(eye(m)[i], g)."""
         key, shape = (self.static(a) for a in node.args[1:])
+        raw, precedence = arguments[0]
+        if self.language == 'adgrad' and len(shape) > 2 and len(key) == 1 \
+                and isinstance(key[0], int) and sum(isinstance(n, str) for n in shape) <= 1:
+            # X[k] of a stack: g's entries after row k's one-hot, in X's shape
+            sizes = ['-1' if isinstance(n, str) else str(n) for n in shape]
+            flat = self.call('reshape', [raw, '[-1]'])[0]
+            row = f"{self.construct('eye', [self.size(shape[0])])}[{key[0]}]"
+            return self.call('reshape', [self.call('outer', [row, flat])[0],
+                                         '[' + ', '.join(sizes) + ']'])
         if self.language != 'adgrad' or len(shape) > 2:
             raise AdgradError(f'--lang {self.language} has no form yet for the gradient of '
                               'a subscript into a larger array; --lang numpy has')
-        raw, precedence = arguments[0]
         g = raw if precedence >= 3 else f'({raw})'        # as @'s right side, or a factor
         rows = []     # per axis: None (every entry), or (an index?, the rows of eye)
         for axis, n in enumerate(shape):
