@@ -185,28 +185,35 @@ def bind_sizes(graph, inputs):
     return graph._replace(nodes=nodes)
 
 
-def loop_shapes(graph, i, given):
+def loop_shapes(graph, i, given, body_shapes=None):
     """The shapes of loop node i's parts, given its arguments' shapes: its
     body's shape pass, once, and an error where a slice is out of range or
-    an iteration would change a carried name's shape."""
+    an iteration would change a carried name's shape. `body_shapes(body,
+    {input: shape})` is that pass (default: shapes(), over numbers; a
+    formula's takes symbolic sizes)."""
     from .graph import SCAN
     loop = graph.nodes[i].value
-    body, np = loop.body, algebra().np
-    inputs = {}
+    body = loop.body
+    declared = {}
     for (kind, sid), shape in zip(loop.slots, given):
         node = body.nodes[sid]
         if kind == SCAN:
             last = loop.first + loop.count - 1   # (whichever way the index runs)
-            if not shape or shape[0] <= last:
+            if not shape or isinstance(shape[0], int) and shape[0] <= last:
                 what = (f'{node.name} takes slice {last} of {shown(shape)}, but its size is '
                         f'{shape[0]} along the first axis' if shape else
                         f'{node.name} takes slices of a scalar, which has none')
                 raise AdgradError(what, graph.source, node.span[0] if node.span else None)
             shape = shape[1:]
-        inputs[node.name] = np.broadcast_to(np.float64(0.0), shape)   # a shape, no memory
+        declared[node.name] = shape
     if loop.index is not None:
-        inputs[body.nodes[loop.index].name] = np.float64(loop.first)
-    inner = shapes(body, inputs)
+        declared[body.nodes[loop.index].name] = ()
+    if body_shapes is None:
+        np = algebra().np   # (a shape, no memory)
+        inner = shapes(body, {name: np.broadcast_to(np.float64(0.0), shape)
+                              for name, shape in declared.items()})
+    else:
+        inner = body_shapes(body, declared)
     for (kind, sid), out in zip(loop.slots, loop.carry):
         if out is not None and inner[out] != inner[sid]:
             name = body.nodes[sid].name

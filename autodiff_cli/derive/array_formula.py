@@ -15,7 +15,7 @@ from ..core.array_rules import ShapeError, broadcast, shown
 from ..core.graph import Graph, Node
 from ..core.passes import backward
 from ..core.primitives import PRIMITIVES, TENSOR
-from ..core.tensors import Unbroadcast
+from ..core.tensors import Unbroadcast, loop_shapes
 from ..errors import AdgradError
 from .array_simplify import ELEMENTWISE_RULES, TENSOR_RULES, factors, size_value, unwrap
 from .record import Derivative, Tape
@@ -313,7 +313,9 @@ def program_shapes(graph, declared=None):
         elif op == 'const':
             result[i] = tuple(getattr(node.value, 'shape', ()))
         elif op == 'loop':
-            looped[i] = _loop_shapes(graph, i, [result[a] for a in node.args])
+            looped[i] = loop_shapes(graph, i, [result[a] for a in node.args],
+                                    lambda body, given: program_shapes(
+                                        body._replace(source=graph.source), given))
         elif op == 'part':
             result[i] = looped[node.args[0]][node.value]
         elif op != 'static':
@@ -327,37 +329,6 @@ def program_shapes(graph, declared=None):
                                   f'at most {MAX_SYMBOLIC_AXES}', graph.source,
                                   node.span[0] if node.span else None)
     return result
-
-
-def _loop_shapes(graph, i, given):
-    """The shapes of loop node i's parts, from its arguments' `given`: its
-    body's, once (nested loops recurse once per level)."""
-    from ..core.graph import CARRY, SCAN
-    loop = graph.nodes[i].value
-    body, declared = loop.body, {}
-    for (kind, sid), shape in zip(loop.slots, given):
-        node = body.nodes[sid]
-        if kind == SCAN:
-            last = loop.first + loop.count - 1
-            if not shape or isinstance(shape[0], int) and shape[0] <= last:
-                raise AdgradError(f'{node.name} takes slice {last} of {shown(shape)}, but it has '
-                                  f'{shape[0] if shape else 0} along its first axis',
-                                  graph.source, node.span[0] if node.span else None)
-            shape = shape[1:]
-        declared[node.name] = shape
-    if loop.index is not None:
-        declared[body.nodes[loop.index].name] = ()
-    inner = program_shapes(body._replace(source=graph.source), declared)
-    for (kind, sid), out in zip(loop.slots, loop.carry):
-        if kind == CARRY and inner[out] != inner[sid]:
-            node = body.nodes[sid]
-            raise AdgradError(f"'{node.name}' is {shown(inner[sid]) or 'a scalar'} before an "
-                              f"iteration and {shown(inner[out]) or 'a scalar'} after it: a "
-                              "loop keeps each name's shape", graph.source,
-                              node.span[0] if node.span else None)
-    stacked = set(loop.stacked)
-    return [(loop.count,) + inner[o] if k in stacked else inner[o]
-            for k, o in enumerate(loop.outputs)]
 
 
 def declared_shapes(graph):
