@@ -411,17 +411,7 @@ class CArrays:
         """Each node's uses and its last user, and the results that can be
         written straight into their output parameters."""
         nodes = self.tape.nodes
-        self.alias, self.uses, self.user = {}, {}, {}
-        for i in order:
-            node = nodes[i]
-            if node.op == 'custom':        # a declared derivative's value is its body's
-                self.alias[i] = self.alias.get(node.args[0], node.args[0])
-                continue
-            for a in node.args:
-                a = self.alias.get(a, a)
-                if nodes[a].op != 'static':
-                    self.uses[a] = self.uses.get(a, 0) + 1
-                    self.user[a] = i
+        self.count_uses(order)
         self.results = {}
         for label, ref in self.derivative.results:
             if type(ref) is Ref:
@@ -612,12 +602,10 @@ class CArrays:
 
     def carried(self, a, shape, name):
         """A variable, or a buffer, for a value a loop carries, starting from node a's."""
-        wanted = name.split('#')[0].rstrip("'")
+        state = self.names.claim(name.split('#')[0].rstrip("'"))
         if not shape:
-            state = self.names.claim(wanted)
             self.lines.append(f'    double {state} = {self.read(a, ())[0]};')
             return state
-        state = self.names.claim(wanted)
         self.buffers.append((state, self.count(shape)))
         self.lines += self.loops(shape, f'{state}[{self.at(shape, shape)}] = '
                                         f'{self.read(a, shape)[0]};')
@@ -630,19 +618,26 @@ class CArrays:
                              if sub.shape(Ref(loop.outputs[k])) else str(loop.count)))
         return name
 
-    def plan_body(self, order, keep):
-        """plan() for a loop's body: what it keeps is stored, never fused."""
+    def count_uses(self, order):
+        """Each node's uses and its last user in `order`; a declared
+        derivative's node is its body's value (alias)."""
         nodes = self.tape.nodes
-        self.alias, self.uses, self.user, self.outputs = {}, {}, {}, {}
+        self.alias, self.uses, self.user = {}, {}, {}
         for i in order:
-            if nodes[i].op == 'custom':   # (as in plan: a declared derivative is its body)
-                self.alias[i] = self.alias.get(nodes[i].args[0], nodes[i].args[0])
+            node = nodes[i]
+            if node.op == 'custom':
+                self.alias[i] = self.alias.get(node.args[0], node.args[0])
                 continue
-            for a in nodes[i].args:
+            for a in node.args:
                 a = self.alias.get(a, a)
                 if nodes[a].op != 'static':
                     self.uses[a] = self.uses.get(a, 0) + 1
                     self.user[a] = i
+
+    def plan_body(self, order, keep):
+        """plan() for a loop's body: what it keeps is stored, never fused."""
+        self.count_uses(order)
+        self.outputs = {}
         self.results = {self.alias.get(o, o): 1 for o in keep}
 
     def rows(self, loop, stacks, index):

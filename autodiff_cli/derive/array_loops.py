@@ -31,8 +31,18 @@ class Recorded:
         self.outputs, self.states, self.args = outputs, states, args
 
 
-def _body_tape(tape, declared):
-    return type(tape)(declared, tape.exact)
+def _replayed(tape, loop, args, replay):
+    """One iteration of `loop` recorded on a tape of its own, its inputs the
+    shapes of an iteration's slots (a slice W[i] of `args`' W) and index:
+    (their shapes by name, that tape, the body's values there)."""
+    declared = {}
+    for (kind, sid), a in zip(loop.slots, args):
+        shape = tape.shape(a)
+        declared[loop.body.nodes[sid].name] = shape[1:] if kind == SCAN else shape
+    if loop.index is not None:
+        declared[loop.body.nodes[loop.index].name] = ()
+    sub = type(tape)(declared, tape.exact)
+    return declared, sub, replay(loop.body, sub)
 
 
 def _emit(tape, loop, args, shapes, sub):
@@ -73,14 +83,7 @@ def record(tape, loop, args, replay):
     `tape`), recorded as one loop that also stacks its carried states: a
     Recorded."""
     body, names = loop.body, _slot_names(loop)
-    declared = {}
-    for (kind, _), name, a in zip(loop.slots, names, args):
-        shape = tape.shape(a)
-        declared[name] = shape[1:] if kind == SCAN else shape
-    if loop.index is not None:
-        declared[body.nodes[loop.index].name] = ()
-    sub = _body_tape(tape, declared)
-    values = replay(body, sub)
+    declared, sub, values = _replayed(tape, loop, args, replay)
     slots = tuple((kind, sub.inputs[name]) for (kind, _), name in zip(loop.slots, names))
     carry = tuple(None if c is None else sub.ref(values[c]) for c in loop.carry)
     outputs = [sub.ref(values[o]) for o in loop.outputs]
@@ -111,24 +114,17 @@ def backward(tape, loop, recorded, cotangents, replay, point, wanted=None):
     where none arrives), recorded on `tape` as one loop in reverse: (the
     cotangents, all rows exact). `wanted`: per argument, whether its
     cotangent can reach a gradient (None: all); the others' are not made."""
+    from ..core.passes import sweep
     if wanted is None:
         wanted = [True] * len(loop.slots)
-    from ..core.passes import sweep
     body, names, count = loop.body, _slot_names(loop), loop.count
     for j, (kind, _) in enumerate(loop.slots):
         shape = tape.shape(recorded.args[j])
         if kind == SCAN and (loop.first != 0 or shape[0] != count):
             raise AdgradError(f'diff prints a loop over all the slices of {names[j]} only, '
                               f'0..{shape[0]}: grad computes the gradient of this one')
-    declared = {}
-    for (kind, _), name, a in zip(loop.slots, names, recorded.args):
-        shape = tape.shape(a)
-        declared[name] = shape[1:] if kind == SCAN else shape
+    declared, sub, values = _replayed(tape, loop, recorded.args, replay)   # (computed again)
     index_name = body.nodes[loop.index].name if loop.index is not None else None
-    if index_name is not None:
-        declared[index_name] = ()
-    sub = _body_tape(tape, declared)
-    values = replay(body, sub)   # iteration i's values, computed again
 
     def new_input(name, shape):
         while name in sub.declared:

@@ -144,14 +144,12 @@ class Speller:
         return '*'.join(factors), (ATOM if len(factors) == 1 else 2)
 
     def op_broadcast_to(self, i, node, arguments):
-        (text, precedence), shape = arguments[0], self.static(node.args[1])
-        ones = self.construct('ones', _sizes(shape, self.size))
+        (text, precedence), sizes = arguments[0], _sizes(self.static(node.args[1]), self.size)
         if text in ('0', '1'):
-            return self.construct('zeros' if text == '0' else 'ones', _sizes(shape, self.size)), \
-                ATOM
+            return self.construct('zeros' if text == '0' else 'ones', sizes), ATOM
         if precedence < 2:
             text = f'({text})'
-        return f'{text}*{ones}', 2
+        return f"{text}*{self.construct('ones', sizes)}", 2
 
     def op_reshape(self, i, node, arguments):
         shape = self.static(node.args[1])

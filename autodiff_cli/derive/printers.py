@@ -525,8 +525,8 @@ class _Walk:
             if body[j].op in ('input', 'loop', 'part') or any(a in varies for a in body[j].args):
                 varies.add(j)
         hoisted = {j for j in order if j not in varies and body[j].op not in ('const', 'static')}
-        ends = [o for o in body_uses if o in hoisted and (
-            o in result_of or any(o in body[j].args for j in order if j not in hoisted))]
+        read_inside = {a for j in order if j not in hoisted for a in body[j].args}
+        ends = [o for o in body_uses if o in hoisted and (o in result_of or o in read_inside)]
         if hoisted:   # (with the constants they read)
             self.run(body, [j for j in order if j not in varies], body_uses, inner, bindings,
                      dict.fromkeys(ends), program)

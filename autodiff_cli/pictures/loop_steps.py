@@ -79,11 +79,11 @@ def loop_steps(graph, i, values, grads, f, strides=()):
             shown = list(state)
             shown[low:high + 1] = [NOW] * (high + 1 - low)
             state[low:high + 1] = [DONE] * (high + 1 - low)
-            row = loops.index_at(loop, low) - loop.first
+            at = loops.index_at(loop, low)
             said = _said(loop, f, after, [(name, before[j]) for j, name in carried],
                          [(j, before[j] if low == high else shares[k][j])
                           for j in range(len(loop.slots))], low, high,
-                         [(f'{name}[{row + loop.first:,}]', g[row]) for name, g in stacks]
+                         [(f'{name}[{at:,}]', g[at - loop.first]) for name, g in stacks]
                          if low == high else [])
             result.append(Told(said, (_strip(shown, spans, strides),
                                       _strip(state, spans, strides))))
