@@ -145,10 +145,9 @@ def sweep(graph, values, grads, algebra, meet, top, hooks=None, free=False, rele
     that node (checkpoint.py's segments run again there); a loop node's
     gradients go through its body (loops.vjp). `free`: a node's gradient
     goes once passed on (but inputs' and parts', which are read after).
-    `release`: a loop's output values go once all their readers have run;
-    `spend`: each value goes once its rule has. Both are for a caller that
-    owns `values` and sweeps them once (a plain forward's may be swept
-    again: a Jacobian)."""
+    `release`: a loop's output values go once their readers have run;
+    `spend`: each value once its rule has; both for a caller that owns
+    `values` and sweeps them once (not a Jacobian's, swept again)."""
     # (No later rule reads a spent value: a rule reads its node's value and
     # its arguments', which come before it on the tape.)
     nodes = graph.nodes
